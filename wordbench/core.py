@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 # %% auto #0
 __all__ = ['PROVENANCE', 'project_root', 'data_root', 'data_path', 'cache_dir', 'DataError', 'check_record', 'SkipLog',
            'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'provenance_table',
-           'stable_hash', 'seeded_rng']
+           'stable_hash', 'seeded_rng', 'figures_dir', 'save_table', 'save_figure']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -153,3 +153,33 @@ def stable_hash(*keys) -> str:
 def seeded_rng(*keys) -> random.Random:
     "A `random.Random` seeded from `keys` via `stable_hash`."
     return random.Random(int(stable_hash(*keys)[:16], 16))
+
+# %% ../nbs/00_core.ipynb #4d592e04
+def figures_dir(out_dir=None) -> Path:
+    "Where an analysis writes: `out_dir`, else `WORDBENCH_FIGURES`, else the cache's scratch `figures/`."
+    d = Path(out_dir or os.environ.get('WORDBENCH_FIGURES') or cache_dir('figures'))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+def save_table(df, # a pandas DataFrame
+               name: str, out_dir=None, # file stem; folder as in `figures_dir`
+               floatfmt: str='.3f', index: bool=False) -> list[Path]:
+    "Write `df` as `name.csv` and `name.md` (a GitHub-flavoured Markdown table)."
+    d = figures_dir(out_dir)
+    df.to_csv(d/f'{name}.csv', index=index, float_format=lambda x: format(x, floatfmt) if floatfmt else None)
+    shown = df.copy()
+    for c in shown.columns[[k == 'f' for k in shown.dtypes.map(lambda t: t.kind)]]:
+        shown[c] = shown[c].map(lambda x: '' if x != x else format(x, floatfmt))  # NaN -> blank
+    (d/f'{name}.md').write_text(shown.to_markdown(index=index, disable_numparse=True) + '\n')
+    return [d/f'{name}.csv', d/f'{name}.md']
+
+# %% ../nbs/00_core.ipynb #1837be9b
+def save_figure(fig, # a matplotlib Figure
+                name: str, out_dir=None, dpi: int=150) -> list[Path]:
+    "Write `fig` as `name.png` and `name.svg`, byte-identical across reruns."
+    import matplotlib as mpl
+    d = figures_dir(out_dir)
+    with mpl.rc_context({'svg.hashsalt': 'wordbench', 'svg.fonttype': 'path'}):
+        fig.savefig(d/f'{name}.png', dpi=dpi, bbox_inches='tight', metadata={'Software': None})
+        fig.savefig(d/f'{name}.svg', bbox_inches='tight', metadata={'Date': None, 'Creator': None})
+    return [d/f'{name}.png', d/f'{name}.svg']

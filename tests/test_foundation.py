@@ -1,0 +1,51 @@
+"End-to-end checks of the foundation: offline resources, raw data counts, the CLI and the main job's papermill path."
+import os, subprocess, sys
+from pathlib import Path
+import pytest
+from wordbench.core import project_root
+
+BIN = Path(sys.executable).parent
+
+
+def test_wordnet_definition_of_fear_verb():
+    from wordbench.resources import wordnet
+    s = wordnet().synsets('fear', pos='v')[0]
+    assert s.definition() == 'be afraid or feel anxious or apprehensive about a possible or probable situation or event'
+
+
+def test_spacy_parses_a_sentence():
+    from wordbench.resources import spacy_pipeline
+    doc = spacy_pipeline()('The trophy does not fit into the suitcase because it is too large.')
+    large = [t for t in doc if t.text == 'large'][0]
+    assert (large.pos_, large.tag_, large.lemma_) == ('ADJ', 'JJ', 'large')
+
+
+def test_smollm2_prefers_the_grammatical_sentence():
+    from wordbench.lm import get_lm, LoglikelihoodRequest
+    lm = get_lm('hf', 'smollm2-135m')
+    good, bad = lm.loglikelihood([LoglikelihoodRequest('The', ' cat sat on the mat.'), LoglikelihoodRequest('The', ' cat sat mat the on.')])
+    assert good[0] > bad[0], (good, bad)
+
+
+@pytest.mark.parametrize('load,expected', [
+    ("load_winogrande('dev')", 1267), ("load_wsc()", 285), ("load_wscplus()", 3026),
+    ("load_newterm('COMA', 2022, clean=True)", 255), ("load_winodict_words()", 1609),
+    ("load_foreign_words()", 20), ("load_newterm('CSJ', 2023)", 300)])
+def test_raw_source_row_counts(load, expected):
+    from wordbench import data
+    assert len(eval(f'data.{load}')) == expected
+
+
+def test_doctor_finds_every_resource():
+    out = subprocess.run([BIN/'wordbench', 'doctor', '--strict'], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for name in ['raw data', 'wordnet', 'spacy', 'english-words', 'embeddings', 'smollm2-135m', 'gemma3-270m']:
+        line = next(l for l in out.stdout.splitlines() if l.startswith(f'| {name} '))
+        assert '| found ' in line, line
+
+
+def test_regenerate_writes_table_and_figure(tmp_path):
+    out = subprocess.run([BIN/'wordbench', 'regenerate', 'raw_sources', '--out', str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert {p.name for p in tmp_path.iterdir()} >= {'raw_sources.csv', 'raw_sources.md', 'raw_sources.png', 'raw_sources.svg'}
+    assert 'winogrande/dev' in (tmp_path/'raw_sources.csv').read_text()
