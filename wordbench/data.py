@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterator
 import pandas as pd
-from .core import (DataError, SkipLog, check_record, data_path, data_root, read_jsonl,
-                            record_provenance, PROVENANCE)
+from .core import (
+    DataError, SkipLog, check_record, data_path, data_root, read_jsonl, record_provenance, PROVENANCE)
 
 # %% auto #0
 __all__ = ['WSC273_SIZE', 'WINOGRANDE_SPLITS', 'WINOGRANDE_SCHEMA', 'PENN_TAGS', 'FOREIGN_WORD_SCHEMA', 'CONTENT_POS',
@@ -21,8 +21,9 @@ __all__ = ['WSC273_SIZE', 'WINOGRANDE_SPLITS', 'WINOGRANDE_SCHEMA', 'PENN_TAGS',
            'parse_winogrande_row', 'load_winogrande', 'parse_word_forms', 'load_winodict_words',
            'parse_morph_rule_line', 'load_morph_rules', 'parse_foreign_word_row', 'load_foreign_words',
            'parse_newterm_row', 'newterm_path', 'load_newterm', 'parse_probe_line', 'load_probe',
-           'load_neg_simp_categories', 'probe_prediction_models', 'parse_prediction_line', 'load_probe_predictions',
-           'parse_options', 'load_wscplus', 'load_wscplus_results', 'source_loaders', 'load_all_sources']
+           'load_neg_simp_categories', 'probe_prediction_models', 'parse_str_list', 'parse_prediction_line',
+           'load_probe_predictions', 'parse_options', 'load_wscplus', 'load_wscplus_results', 'source_loaders',
+           'load_all_sources']
 
 # %% ../nbs/02_data.ipynb #f0bd81dd
 def rows_frame(rows: list[dict], # parsed rows
@@ -209,7 +210,8 @@ def _check_winogrande_labels(rows: list[dict], labels_path, n_lines: int, skips:
     for r in rows:
         given = labels[r['line'] - 1].strip() if r['line'] <= len(labels) else None
         if given is not None and given != str(r['answer']):
-            skips.handle(DataError(f"label {given!r} differs from answer {r['answer']} on line {r['line']}", labels_path, r['line'], 'answer'))
+            skips.handle(DataError(f"label {given!r} differs from answer {r['answer']} on line {r['line']}",
+                                   labels_path, r['line'], 'answer'))
         else: kept.append(r)
     return kept
 
@@ -338,7 +340,8 @@ def parse_newterm_row(task: str, # a key of `NEWTERM_SCHEMAS`
     if 'choices' in rec:
         _check_strings(rec['choices'], 4, 'choices', path, line)
         if not 0 <= rec['gold'] < 4: raise DataError(f'expected 0-3, got {rec["gold"]}', path, line, 'gold')
-    if task == 'COMA' and rec['split'] not in ('cause', 'effect'): raise DataError(f"expected 'cause' or 'effect', got {rec['split']!r}", path, line, 'split')
+    if task == 'COMA' and rec['split'] not in ('cause', 'effect'):
+        raise DataError(f"expected 'cause' or 'effect', got {rec['split']!r}", path, line, 'split')
     if task == 'COST' and rec['question'].count('_') != 1: raise DataError("expected exactly one '_'", path, line, 'question')
     if task == 'term_generation': _check_strings(rec['phrases'], 5, 'phrases', path, line)
     return rec
@@ -401,7 +404,8 @@ def load_probe(dataset: str, # a key of `PROBE_DATASETS`, or any name when `path
         try:
             r = dict(dataset=dataset, line=line, pair=(line - 1) // 2, position=(line - 1) % 2, **parse_probe_line(text, path, line))
             if dataset.startswith('NEG') and r['negated'] != bool(r['position']):
-                raise DataError(f"expected the {'negated' if r['position'] else 'affirmative'} sentence of pair {r['pair']}", path, line, 'negation')
+                want = 'negated' if r['position'] else 'affirmative'
+                raise DataError(f"expected the {want} sentence of pair {r['pair']}", path, line, 'negation')
             rows.append(r)
         except DataError as e: skips.handle(e)
     sizes = Counter(r['pair'] for r in rows)
@@ -438,22 +442,32 @@ def probe_prediction_models(dataset: str # a key of `PROBE_DATASETS`
     "Names of the models (file stems) with published predictions for `dataset`."
     return sorted(p.stem for p in data_path('probes', 'predictions', dataset).glob('*.txt'))
 
+_PY_STR = r"'(?:[^'\\\n]|\\.)*'" + '|' + r'"(?:[^"\\\n]|\\.)*"'  # a plain (unprefixed) string literal
+_PY_STR_LIST = re.compile(rf"\[\s*(?:(?:{_PY_STR})\s*(?:,\s*(?:{_PY_STR})\s*)*,?\s*)?\]")
+
+def parse_str_list(text: str # e.g. "['fish', \"trout's\"]"
+                  ):
+    "`ast.literal_eval(text)`, with a faster path for a flat list of plain string literals."
+    s = text.strip()
+    if not _PY_STR_LIST.fullmatch(s): return ast.literal_eval(s)
+    return [lit[1:-1] if '\\' not in lit else ast.literal_eval(lit) for lit in re.findall(_PY_STR, s)]
+
 def parse_prediction_line(text: str, # one line of a predictions file
                           fmt: str='list', # 'list' (a Python list of str) or 'token' (GPT-3 top-1: one raw token)
                           path=None, line: int|None=None) -> list[str]:
     "The predicted words of one line; a `token` line gives a one-element list of the stripped token."
     if fmt == 'token': return [text.strip()]
-    try: preds = ast.literal_eval(text.strip())
+    try: preds = parse_str_list(text)
     except (ValueError, SyntaxError) as e: raise DataError(f'not a Python list ({type(e).__name__})', path, line, 'predictions') from None
     if not isinstance(preds, list) or not all(isinstance(p, str) for p in preds):
         raise DataError(f'expected a list of strings, got {text[:40]!r}', path, line, 'predictions')
     return preds
 
-# %% ../nbs/02_data.ipynb #1c9e5a4c
+# %% ../nbs/02_data.ipynb #1a627aa9
 def load_probe_predictions(dataset: str, # a key of `PROBE_DATASETS`
                            model: str, # a name from `probe_prediction_models(dataset)`
                            path=None, # a predictions file instead of the raw one
-                           n_sentences: int|None=None, # lines the file must have; default: the dataset's line count (unchecked for a `path` of your own)
+                           n_sentences: int|None=None, # lines the file must have; default: the dataset's (none for your own `path`)
                            fmt: str='auto', # 'list', 'token', or 'auto' ('token' when the file name has 'top1')
                            strict: bool=True # raise on the first bad line; else skip it and report the count
                           ) -> pd.DataFrame:
@@ -466,7 +480,8 @@ def load_probe_predictions(dataset: str, # a key of `PROBE_DATASETS`
     if fmt == 'auto': fmt = 'token' if 'top1' in path.stem else 'list'
     lines = read_text_lines(path)
     if n_sentences is not None and len(lines) != n_sentences:
-        skips.handle(DataError(f'{len(lines)} prediction lines for {n_sentences} sentences', path, min(len(lines), n_sentences) + 1, 'line count'))
+        skips.handle(DataError(f'{len(lines)} prediction lines for {n_sentences} sentences', path,
+                               min(len(lines), n_sentences) + 1, 'line count'))
         lines = lines[:n_sentences]
     for line, text in enumerate(lines, 1):
         try: rows.append(dict(line=line, predictions=parse_prediction_line(text, fmt, path, line)))
@@ -474,7 +489,7 @@ def load_probe_predictions(dataset: str, # a key of `PROBE_DATASETS`
     record_provenance(f'probes/predictions/{dataset}/{model}', path, len(rows), skips)
     return rows_frame(rows, ['line', 'predictions'])
 
-# %% ../nbs/02_data.ipynb #2e205bdc
+# %% ../nbs/02_data.ipynb #33ac2f01
 WSCPLUS_COLUMNS = ['statement', 'pronoun', 'snippet', 'options', 'answer', 'reason', 'model', 'type']
 WSCPLUS_RESULT_COLUMNS = WSCPLUS_COLUMNS + ['query', 'ToE_query', 'predicted_reason', 'predicted_answer', 'check', 'result']
 WSCPLUS_RESULTS = ('Accurate Predictions', 'Response Evasion', 'Ambiguity Misinterpretation', 'Entity Misselection')
@@ -491,7 +506,7 @@ def _choice(value: str, field: str, path, line) -> int:
     if value.strip() not in ('0', '1', '2'): raise DataError(f"expected 0, 1 or 2, got {value!r}", path, line, field)
     return int(value)
 
-# %% ../nbs/02_data.ipynb #33ac2f01
+# %% ../nbs/02_data.ipynb #a38e9d36
 def _load_wscplus_csv(source: str, path, columns: list[str], strict: bool) -> pd.DataFrame:
     "Shared reader of WSC+ and its phase-2 results: repaired text, parsed options and 0/1/2 answers."
     skips, rows, repaired_cells = SkipLog(strict=strict), [], 0
@@ -502,7 +517,8 @@ def _load_wscplus_csv(source: str, path, columns: list[str], strict: bool) -> pd
             row = {**fixed, 'answer': _choice(fixed['answer'], 'answer', path, line)}
             if 'predicted_answer' in columns:
                 row['predicted_answer'] = _choice(fixed['predicted_answer'], 'predicted_answer', path, line)
-                if fixed['check'] not in ('same', 'different'): raise DataError(f"expected 'same' or 'different', got {fixed['check']!r}", path, line, 'check')
+                if fixed['check'] not in ('same', 'different'):
+                    raise DataError(f"expected 'same' or 'different', got {fixed['check']!r}", path, line, 'check')
                 if fixed['result'] not in WSCPLUS_RESULTS: raise DataError(f'expected one of {WSCPLUS_RESULTS}', path, line, 'result')
             opts = parse_options(fixed['options'])
             rows.append({**row, 'options': opts, 'options_raw': fixed['options'], 'options_parsed': opts is not None,
@@ -510,7 +526,8 @@ def _load_wscplus_csv(source: str, path, columns: list[str], strict: bool) -> pd
             repaired_cells += n_fixed
         except DataError as e: skips.handle(e)
     unparsed = [r['line'] for r in rows if not r['options_parsed']]
-    if unparsed: warnings.warn(f'{source}: {len(unparsed)} row(s) keep unparsed options (options=None, options_parsed=False) at {path} lines {unparsed}')
+    if unparsed: warnings.warn(f'{source}: {len(unparsed)} row(s) keep unparsed options '
+                               f'(options=None, options_parsed=False) at {path} lines {unparsed}')
     record_provenance(source, path, len(rows), skips)
     df = rows_frame(rows, columns + ['options_raw', 'options_parsed', 'mojibake_repaired', 'line'])
     df.attrs.update(mojibake_repaired_cells=repaired_cells, unparsed_options=len(unparsed))
@@ -523,7 +540,7 @@ def load_wscplus(path=None, # a CSV in WSC+ format; default: the raw `wscplus/WS
     path = Path(path) if path else data_path('wscplus', 'WSC+.csv')
     return _load_wscplus_csv('wscplus', path, WSCPLUS_COLUMNS, strict)
 
-# %% ../nbs/02_data.ipynb #fab16c36
+# %% ../nbs/02_data.ipynb #f503eed7
 def load_wscplus_results(evaluator: str='GPT4', # GPT4, GPT3 or Claude2
                          path=None, # a CSV in the phase-2 format instead of the raw one
                          strict: bool=True # raise on the first bad row; else skip it and report the count
@@ -534,10 +551,12 @@ def load_wscplus_results(evaluator: str='GPT4', # GPT4, GPT3 or Claude2
         path = data_path('wscplus', 'phase2', f'{evaluator}_results.csv')
     return _load_wscplus_csv(f'wscplus/phase2/{evaluator}', Path(path), WSCPLUS_RESULT_COLUMNS, strict)
 
-# %% ../nbs/02_data.ipynb #59e2cf0f
-def source_loaders(predictions: bool=True # include the ~120 published probe-prediction files
+# %% ../nbs/02_data.ipynb #d02f5ff5
+def _raise(err: Exception): raise err
+
+def source_loaders(predictions: bool=True # include the 109 published probe-prediction files
                   ) -> dict[str, Callable]:
-    "Every raw source as `name -> loader(strict)`."
+    "Every raw source as `name -> loader(strict)`; a folder that cannot be listed gives one loader that raises its error."
     loaders = {'wsc': load_wsc, 'winodict/words': load_winodict_words, 'winodict/morph_rules': load_morph_rules,
                'winodict/foreign_words': load_foreign_words}
     loaders.update({f'winogrande/{s}': (lambda strict, s=s: load_winogrande(s, strict=strict)) for s in WINOGRANDE_SPLITS})
@@ -545,14 +564,19 @@ def source_loaders(predictions: bool=True # include the ~120 published probe-pre
         for task in NEWTERM_SCHEMAS:
             for clean in (False, True):
                 try: newterm_path(task, year, clean)
-                except (ValueError, FileNotFoundError): continue
+                except ValueError: continue  # not part of the release
+                except FileNotFoundError as e:
+                    loaders[f'newterm/{year}'] = lambda strict, e=e: _raise(e)
+                    continue
                 name = f'newterm/{year}/{task}' + ('_clean' if clean else '')
                 loaders[name] = lambda strict, t=task, y=year, c=clean: load_newterm(t, y, c, strict=strict)
     loaders.update({f'probes/{d}': (lambda strict, d=d: load_probe(d, strict=strict)) for d in PROBE_DATASETS})
     loaders['probes/neg_simp_categories'] = load_neg_simp_categories
     if predictions:
         for d in PROBE_DATASETS:
-            for m in probe_prediction_models(d):
+            try: models = probe_prediction_models(d)
+            except FileNotFoundError as e: models, loaders[f'probes/predictions/{d}'] = [], lambda strict, e=e: _raise(e)
+            for m in models:
                 loaders[f'probes/predictions/{d}/{m}'] = lambda strict, d=d, m=m: load_probe_predictions(d, m, strict=strict)
     loaders['wscplus'] = load_wscplus
     loaders.update({f'wscplus/phase2/{e}': (lambda strict, e=e: load_wscplus_results(e, strict=strict)) for e in WSCPLUS_EVALUATORS})
