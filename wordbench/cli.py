@@ -14,7 +14,8 @@ __all__ = ['ANALYSES', 'analysis_notebook', 'regenerate', 'setup_resources', 'pr
 
 # %% ../nbs/90_cli.ipynb #c4774272
 ANALYSES: dict[str, dict] = {
-    'raw_sources': {},   # provenance of every raw input: rows per source (table + figure)
+    'raw_sources': {},      # provenance of every raw input: rows per source (table + figure)
+    'winodict_words': {},   # synthetic words vs the released ones; our morphology vs the released rules
 }
 
 def analysis_notebook(name: str) -> Path:
