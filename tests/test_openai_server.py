@@ -1,0 +1,30 @@
+"End to end: the `openai` backend against a real OpenAI-compatible server (llama-cpp-python serving SmolLM2-135M)."
+import pytest
+from wordbench.lm import get_lm, GenerateRequest, LoglikelihoodRequest, TopKRequest
+from wordbench.openai_lm import OpenAILM, LogprobAlignmentError
+
+@pytest.fixture
+def lm(llama_server):
+    url, model = llama_server
+    return get_lm('openai', model, base_url=url, timeout=120, max_retries=2, backoff=0.5)
+
+def test_identity_has_no_key(llama_server, monkeypatch):
+    url, model = llama_server
+    monkeypatch.setenv('OPENAI_API_KEY', 'sk-e2e-secret')
+    lm = get_lm('openai', model, base_url=url)
+    assert isinstance(lm, OpenAILM) and lm.identity() == f'openai:{url}:{model}'
+
+def test_generate(lm):
+    reqs = [GenerateRequest(messages=(('user', 'Name a colour.'),), max_tokens=12, seed=1),
+            GenerateRequest(messages=(('system', 'Answer in one word.'), ('user', 'What is 2+2?')), max_tokens=8, seed=2)]
+    out = lm.generate(reqs)
+    assert all(isinstance(o, str) and o.strip() for o in out), out
+    assert lm.failures == []
+
+def test_echo_logprobs_refused(lm):
+    "llama-cpp-python's echoed prompt log-probs are shifted by one token: the self-check must refuse them."
+    with pytest.raises(LogprobAlignmentError, match='1983'):
+        lm.loglikelihood([LoglikelihoodRequest('The cat sat on the', ' mat')])
+    with pytest.raises(LogprobAlignmentError):
+        lm.topk([TopKRequest('The cat sat on the', k=5)])
+    assert lm.failures == []
