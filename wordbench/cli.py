@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_cli.ipynb #251e6738
 from __future__ import annotations
-import argparse, sys, os, time
+import argparse, sys, os, time, json
 from dataclasses import dataclass, field
 from pathlib import Path
 from .core import project_root, cache_dir
@@ -94,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument('--strict', action='store_true', help='exit 1 when anything is missing')
     s = sub.add_parser('setup', help='install offline resources into the cache (idempotent)')
     s.add_argument('--no-models', action='store_true', help='skip converting the local language models')
+    b = sub.add_parser('build', help='build a dataset').add_subparsers(dest='dataset', required=True)
+    w = b.add_parser('winodict', help='WinoDict from WSC273 + WinoGrande dev, or from the files given')
+    w.add_argument('--out', default=None, help='output folder (default data/winodict/)')
+    w.add_argument('--winogrande', default=None, help='a WinoGrande-format JSONL file (then only the given sources are used)')
+    w.add_argument('--wsc', default=None, help='a WSC-format XML file (then only the given sources are used)')
+    w.add_argument('--seed', type=int, default=1, help='seed that picks each pair\'s synthetic word')
     r = sub.add_parser('regenerate', help='run the analysis notebooks into figures/')
     r.add_argument('names', nargs='*', help=f'analyses to run (default all: {" ".join(ANALYSES)})')
     r.add_argument('--out', default=None, help='output folder (default figures/)')
@@ -108,6 +114,11 @@ def main(argv: list|None=None) -> int:
     if a.command == 'setup':
         n = print_report(setup_resources(models=not a.no_models))
         return 1 if n else 0
+    if a.command == 'build' and a.dataset == 'winodict':
+        from wordbench.winodict import build_winodict
+        report = build_winodict(a.out, winogrande=a.winogrande, wsc=a.wsc, seed=a.seed)
+        print(json.dumps({k: report[k] for k in ('examples', 'per_bucket', 'by_source_pos', 'dropped_by_reason') if k in report}, indent=1))
+        return 0
     if a.command == 'regenerate':
         regenerate(a.names or None, a.out); return 0
     return 2
