@@ -12,7 +12,7 @@ from . import resources
 
 # %% auto #0
 __all__ = ['ANALYSES', 'Analysis', 'analysis_notebook', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report',
-           'main']
+           'run_eval', 'run_score', 'main']
 
 # %% ../nbs/90_cli.ipynb #c4774272
 @dataclass
@@ -26,6 +26,12 @@ class Analysis:
 ANALYSES: dict[str, Analysis] = {a.name: a for a in [
     Analysis('raw_sources', 'rows, skips and content hash of every raw input'),
     Analysis('winodict_words', 'synthetic words vs the released ones; our morphology vs the released rules', 'WinoDict §2.2'),
+    Analysis('winodict_table1', 'dataset statistics: examples per POS x source, sentence and definition lengths', 'WinoDict Table 1'),
+    Analysis('winodict_examples', 'a page of example twins, original and WinoDict, with the definition prompt', 'WinoDict Figure 1'),
+    Analysis('winodict_table2', 'WinoDict vs original items, 0/1/5 shots, mean ± std over word sets and seeds, per model', 'WinoDict Table 2'),
+    Analysis('winodict_table3', 'accuracy per prompt strategy', 'WinoDict Table 3'),
+    Analysis('winodict_table4', 'foreign-inspired words with synthetic surface forms', 'WinoDict Table 4 / Table 7'),
+    Analysis('winodict_figure2', 'accuracy by quartile of six item attributes, bootstrap 95% CIs', 'WinoDict Figure 2'),
 ]}
 
 def analysis_notebook(name: str) -> Path:
@@ -85,7 +91,37 @@ def print_report(report) -> int:
     for _, r in missing.iterrows(): print(f'\nMISSING {r.resource}: fix with `{r.fix}`')
     return len(missing)
 
-# %% ../nbs/90_cli.ipynb #84b6eac6
+# %% ../nbs/90_cli.ipynb #05969d36
+def _lm_kwargs(a) -> dict:
+    kw = {}
+    if a.backend == 'hf': kw['dtype'] = a.dtype
+    if a.batch_size and a.backend == 'hf': kw['batch_size'] = a.batch_size
+    if a.base_url: kw['base_url'] = a.base_url
+    return kw
+
+def run_eval(a) -> int:
+    "`wordbench eval TASK ...`: run a task's evaluation grid and print the result files."
+    common = dict(backend=a.backend, out=a.out, shots=tuple(a.shots), seeds=tuple(a.seeds), buckets=a.buckets, **_lm_kwargs(a))
+    if a.strategies: common['strategies'] = tuple(a.strategies)
+    if a.task == 'winodict':
+        from wordbench.evaluate import run_winodict_eval
+        paths = run_winodict_eval(a.model, limit=a.limit, **common)
+    else:
+        from wordbench.foreign import run_foreign_eval
+        paths = run_foreign_eval(a.model, **common)
+    for p in paths: print(p)
+    return 0
+
+def run_score(a) -> int:
+    "`wordbench score ...`: score a JSONL of (context, continuation) requests, cached and resumable."
+    from wordbench.lm import get_lm
+    from wordbench.cache import CachedLM, score_jsonl
+    lm = get_lm(a.backend, a.model, **_lm_kwargs(a))
+    if not a.no_cache: lm = CachedLM(lm, a.cache)
+    stats = score_jsonl(lm, a.input, a.output, **({'batch_size': a.batch_size} if a.batch_size else {}))
+    return 1 if stats.get('failed') else 0
+
+# %% ../nbs/90_cli.ipynb #ccc7e9b3
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='wordbench', description='Benchmarks of how language models acquire and use new words.')
     sub = p.add_subparsers(dest='command', required=True)
@@ -100,6 +136,26 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument('--winogrande', default=None, help='a WinoGrande-format JSONL file (then only the given sources are used)')
     w.add_argument('--wsc', default=None, help='a WSC-format XML file (then only the given sources are used)')
     w.add_argument('--seed', type=int, default=1, help='seed that picks each pair\'s synthetic word')
+    e = sub.add_parser('eval', help='evaluate models on a task (scores are cached; results merged into data/results/)')
+    e.add_argument('task', choices=['winodict', 'foreign'], help='winodict: WinoDict + original items; foreign: Table 4 foreign-inspired words')
+    e.add_argument('--model', nargs='+', required=True, help='short name (smollm2-135m, gemma3-270m), HF id, local folder, or API model name')
+    e.add_argument('--backend', default='hf', help='hf, openai, dummy, ... (openai: set --base-url; key from OPENAI_API_KEY)')
+    e.add_argument('--base-url', default=None, help='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
+    e.add_argument('--shots', nargs='+', type=int, default=[0, 1, 5])
+    e.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
+    e.add_argument('--strategies', nargs='+', default=None, help='prompt strategies (default: the task\'s main ones)')
+    e.add_argument('--buckets', nargs='+', default=None, help='word sets (default all five)')
+    e.add_argument('--limit', type=int, default=None, help='only the first N records (pairs kept whole)')
+    e.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'])
+    e.add_argument('--batch-size', type=int, default=None)
+    e.add_argument('--out', default=None, help='results folder (default data/results/)')
+    c = sub.add_parser('score', help='log-likelihood of continuation given context for every line of a JSONL file')
+    c.add_argument('--model', required=True); c.add_argument('--input', required=True); c.add_argument('--output', required=True)
+    c.add_argument('--backend', default='hf'); c.add_argument('--base-url', default=None)
+    c.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'])
+    c.add_argument('--batch-size', type=int, default=None, help='requests per model call')
+    c.add_argument('--cache', default=None, help='SQLite cache file (default: the wordbench cache)')
+    c.add_argument('--no-cache', action='store_true')
     r = sub.add_parser('regenerate', help='run the analysis notebooks into figures/')
     r.add_argument('names', nargs='*', help=f'analyses to run (default all: {" ".join(ANALYSES)})')
     r.add_argument('--out', default=None, help='output folder (default figures/)')
@@ -119,9 +175,11 @@ def main(argv: list|None=None) -> int:
         report = build_winodict(a.out, winogrande=a.winogrande, wsc=a.wsc, seed=a.seed)
         print(json.dumps({k: report[k] for k in ('examples', 'per_bucket', 'by_source_pos', 'dropped_by_reason') if k in report}, indent=1))
         return 0
+    if a.command == 'eval': return run_eval(a)
+    if a.command == 'score': return run_score(a)
     if a.command == 'regenerate':
         regenerate(a.names or None, a.out); return 0
     return 2
 
-# %% ../nbs/90_cli.ipynb #ccc7e9b3
+# %% ../nbs/90_cli.ipynb #8fb1498a
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())  # `python -m wordbench.cli`; inert inside a notebook
