@@ -8,11 +8,30 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.wordbench-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: figures test setup env resources wordnet-system doctor check-sync clean-executed lock
+.PHONY: figures data results benchmark test setup env resources wordnet-system doctor check-sync lock
 
-figures: setup                     ## the main job: build, evaluate (cached) and regenerate figures/
-	$(BIN)/wordbench doctor --strict
+# The default evaluation (what `make figures` runs; override on the command line, e.g.
+# `make figures MODELS="smollm2-135m my-org/my-model"`). Scores are cached, so a rerun
+# only computes what is new, and results are merged into data/results/.
+MODELS ?= smollm2-135m gemma3-270m
+EVAL ?= $(BIN)/wordbench eval
+FEW_SHOT_BUCKETS ?= prob3_of_5
+
+figures: setup data results       ## the main job: build datasets, evaluate (cached), regenerate figures/
 	$(BIN)/wordbench regenerate
+
+data: env                          ## datasets derived from the raw inputs (deterministic)
+	$(BIN)/wordbench doctor --strict
+	$(BIN)/wordbench build winodict
+
+results: env                       ## the default evaluation grid, cached and resumable
+	$(EVAL) winodict --model $(MODELS) --shots 0 --seeds 0 --strategies def_suffix original_empty
+	$(EVAL) winodict --model $(MODELS) --shots 1 5 --seeds 0 1 2 --strategies def_suffix original_empty --buckets $(FEW_SHOT_BUCKETS)
+	$(EVAL) winodict --model $(MODELS) --shots 0 --seeds 0 --strategies all --buckets $(FEW_SHOT_BUCKETS)
+	$(EVAL) foreign --model $(MODELS) --shots 0 1 5 --seeds 0 1 2
+
+benchmark: env                     ## model-layer speed and exactness vs lm-eval (figures/lm_benchmark.*)
+	$(BIN)/wordbench regenerate lm_benchmark
 
 test: setup                        ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests

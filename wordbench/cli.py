@@ -102,10 +102,12 @@ def _lm_kwargs(a) -> dict:
 def run_eval(a) -> int:
     "`wordbench eval TASK ...`: run a task's evaluation grid and print the result files."
     common = dict(backend=a.backend, out=a.out, shots=tuple(a.shots), seeds=tuple(a.seeds), buckets=a.buckets, **_lm_kwargs(a))
-    if a.strategies: common['strategies'] = tuple(a.strategies)
+    if a.strategies == ['all']:
+        from wordbench.prompts import TABLE3_STRATEGIES; common['strategies'] = tuple(TABLE3_STRATEGIES)
+    elif a.strategies: common['strategies'] = tuple(a.strategies)
     if a.task == 'winodict':
         from wordbench.evaluate import run_winodict_eval
-        paths = run_winodict_eval(a.model, limit=a.limit, **common)
+        paths = run_winodict_eval(a.model, limit=a.limit, pairs=a.pairs, **common)
     else:
         from wordbench.foreign import run_foreign_eval
         paths = run_foreign_eval(a.model, **common)
@@ -143,9 +145,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument('--base-url', default=None, help='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
     e.add_argument('--shots', nargs='+', type=int, default=[0, 1, 5])
     e.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
-    e.add_argument('--strategies', nargs='+', default=None, help='prompt strategies (default: the task\'s main ones)')
+    e.add_argument('--strategies', nargs='+', default=None, help='prompt strategies, or `all` (default: the task\'s main ones)')
     e.add_argument('--buckets', nargs='+', default=None, help='word sets (default all five)')
     e.add_argument('--limit', type=int, default=None, help='only the first N records (pairs kept whole)')
+    e.add_argument('--pairs', type=int, default=None, help='a stable pseudo-random subset of N twin pairs (winodict)')
     e.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'])
     e.add_argument('--batch-size', type=int, default=None)
     e.add_argument('--out', default=None, help='results folder (default data/results/)')

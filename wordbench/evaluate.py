@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import project_root, read_jsonl, check_record
+from .core import project_root, read_jsonl, check_record, stable_hash
 from .lm import LMFailure, LoglikelihoodRequest, get_lm
 from .prompts import get_strategy, applies, needs, select_shots, query_parts, TABLE2_STRATEGIES
 
@@ -17,7 +17,8 @@ from .prompts import get_strategy, applies, needs, select_shots, query_parts, TA
 __all__ = ['ITEM_SCHEMA', 'BUILD_COMMAND', 'ITEM_COLUMNS', 'SETTING_COLUMNS', 'SCORE_COLUMNS', 'RESULT_COLUMNS', 'KEY_COLUMNS',
            'EVAL_COMMAND', 'default_dataset', 'load_items', 'grid', 'token_counter', 'evaluate', 'tidy',
            'once_per_twin', 'accuracy_table', 'model_slug', 'results_dir', 'results_path', 'write_results',
-           'read_results', 'eval_command', 'load_results', 'limit_items', 'merge_results', 'run_winodict_eval']
+           'read_results', 'eval_command', 'load_results', 'limit_items', 'sample_pairs', 'merge_results',
+           'run_winodict_eval']
 
 # %% ../nbs/07_evaluate.ipynb #c8fbbdc2
 ITEM_SCHEMA = dict(id=str, pair_id=str, source=str, pos=str, tag=str, lemma=str, word=str, form=str, bucket=str,
@@ -218,6 +219,13 @@ def limit_items(items: list[dict], limit: int|None) -> list[dict]:
     pairs = list(dict.fromkeys(r['pair_id'] for r in items[:limit]))
     return [r for r in items if r['pair_id'] in set(pairs)]
 
+def sample_pairs(items: list[dict], n_pairs: int|None) -> list[dict]:
+    "The records of `n_pairs` twin pairs chosen by a stable hash of their ids (all their word sets)."
+    ids = sorted(dict.fromkeys(r['pair_id'] for r in items), key=lambda p: stable_hash('sample_pairs', p))
+    if not n_pairs or n_pairs >= len(ids): return items
+    keep = set(ids[:n_pairs])
+    return [r for r in items if r['pair_id'] in keep]
+
 def merge_results(old: pd.DataFrame|None, new: pd.DataFrame) -> pd.DataFrame:
     "`old` with every row that `new` has a key for replaced by `new`'s."
     if old is None or old.empty: return tidy(new)
@@ -232,12 +240,13 @@ def run_winodict_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.
                       shots: Sequence[int]=(0, 1, 5), seeds: Sequence[int]=(0, 1, 2), # few-shot counts and seeds
                       strategies: Sequence[str]=TABLE2_STRATEGIES, # prompt strategies
                       limit: int|None=None, # evaluate only the first `limit` records (pairs kept whole)
+                      pairs: int|None=None, # evaluate a stable pseudo-random subset of this many twin pairs
                       buckets: Sequence[str]|None=None, # word sets to evaluate (default all)
                       cache: bool|str|Path=True, # cache scores on disk (True: the default cache file; a path: that file)
                       **lm_kwargs) -> list[Path]: # backend options, e.g. dtype='bfloat16', batch_size=32
     "Evaluate WinoDict for each model and merge the rows into `winodict_<model>.csv.gz`; returns the files."
     items = [r for r in load_items(dataset) if not buckets or r['bucket'] in buckets]
-    todo, paths = limit_items(items, limit), []
+    todo, paths = sample_pairs(limit_items(items, limit), pairs), []
     for m in ([model] if isinstance(model, str) else model):
         lm = get_lm(backend, m, **lm_kwargs)
         if cache:
