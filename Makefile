@@ -13,9 +13,13 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # The default evaluation (what `make figures` runs; override on the command line, e.g.
 # `make figures MODELS="smollm2-135m my-org/my-model"`). Scores are cached, so a rerun
 # only computes what is new, and results are merged into data/results/.
+# CPU-sized defaults: 80 of the 244 twin pairs (a stable hash sample), few-shot and strategy
+# grids on one word set; zero-shot on all five. ~35 min for both models on 2 cores.
 MODELS ?= smollm2-135m gemma3-270m
-EVAL ?= $(BIN)/wordbench eval
+PAIRS ?= 80
 FEW_SHOT_BUCKETS ?= prob3_of_5
+EVAL ?= $(BIN)/wordbench eval
+EVAL_OPTS ?= --batch-size 8
 
 figures: setup data results       ## the main job: build datasets, evaluate (cached), regenerate figures/
 	$(BIN)/wordbench regenerate
@@ -25,10 +29,10 @@ data: env                          ## datasets derived from the raw inputs (dete
 	$(BIN)/wordbench build winodict
 
 results: env                       ## the default evaluation grid, cached and resumable
-	$(EVAL) winodict --model $(MODELS) --shots 0 --seeds 0 --strategies def_suffix original_empty
-	$(EVAL) winodict --model $(MODELS) --shots 1 5 --seeds 0 1 2 --strategies def_suffix original_empty --buckets $(FEW_SHOT_BUCKETS)
-	$(EVAL) winodict --model $(MODELS) --shots 0 --seeds 0 --strategies all --buckets $(FEW_SHOT_BUCKETS)
-	$(EVAL) foreign --model $(MODELS) --shots 0 1 5 --seeds 0 1 2
+	$(EVAL) winodict --model $(MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 0 --seeds 0 --strategies def_suffix original_empty
+	$(EVAL) winodict --model $(MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 1 5 --seeds 0 1 2 --strategies def_suffix original_empty --buckets $(FEW_SHOT_BUCKETS)
+	$(EVAL) winodict --model $(MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 0 --seeds 0 --strategies all --buckets $(FEW_SHOT_BUCKETS)
+	$(EVAL) foreign --model $(MODELS) $(EVAL_OPTS) --shots 0 1 5 --seeds 0 1 2 --buckets $(FEW_SHOT_BUCKETS)
 
 benchmark: env                     ## model-layer speed and exactness vs lm-eval (figures/lm_benchmark.*)
 	$(BIN)/wordbench regenerate lm_benchmark

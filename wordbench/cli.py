@@ -22,6 +22,7 @@ class Analysis:
     what: str            # one line: the artifacts it writes
     paper: str = ''      # where the paper shows the same artifact
     params: dict = field(default_factory=dict)  # parameters the main job passes (beyond out_dir)
+    main: bool = True    # run by `regenerate` without names (the benchmark runs with `make benchmark`)
 
 ANALYSES: dict[str, Analysis] = {a.name: a for a in [
     Analysis('raw_sources', 'rows, skips and content hash of every raw input'),
@@ -32,6 +33,7 @@ ANALYSES: dict[str, Analysis] = {a.name: a for a in [
     Analysis('winodict_table3', 'accuracy per prompt strategy', 'WinoDict Table 3'),
     Analysis('winodict_table4', 'foreign-inspired words with synthetic surface forms', 'WinoDict Table 4 / Table 7'),
     Analysis('winodict_figure2', 'accuracy by quartile of six item attributes, bootstrap 95% CIs', 'WinoDict Figure 2'),
+    Analysis('lm_benchmark', 'hf backend vs lm-eval HFLM: throughput, max |Δ logprob|, decision agreement, tokens computed', main=False),
 ]}
 
 def analysis_notebook(name: str) -> Path:
@@ -48,7 +50,7 @@ def regenerate(names: list|None=None, # analyses to run (default: all of `ANALYS
     import papermill as pm
     out_dir = Path(out_dir or project_root()/'figures').resolve(); out_dir.mkdir(parents=True, exist_ok=True)
     done, failed = [], []
-    for name in names or list(ANALYSES):
+    for name in names or [a.name for a in ANALYSES.values() if a.main]:
         nb, t = analysis_notebook(name), time.time()
         executed = cache_dir('executed')/nb.name
         print(f'[regenerate] {name} ...', file=sys.stderr, flush=True)
