@@ -3,18 +3,14 @@ import json, os, re, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 
 N = 2000
-SCRIPT = """
-import sys
-from wordbench.lm import get_lm
-from wordbench.cache import CachedLM, score_jsonl
-lm = CachedLM(get_lm('dummy', 'resume-test', delay=float(sys.argv[4])), sys.argv[3], chunk_size=50)
-score_jsonl(lm, sys.argv[1], sys.argv[2], batch_size=100, progress=False)
-"""
+WORDBENCH = Path(sys.executable).parent/'wordbench'
 
 
 def run_scoring(tmp, delay):
-    return subprocess.Popen([sys.executable, '-c', SCRIPT, str(tmp/'in.jsonl'), str(tmp/'out.jsonl'), str(tmp/'cache.sqlite'), str(delay)],
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, 'WORDBENCH_CACHE': str(tmp/'wbcache')})
+    "`wordbench score` on the dummy backend (slowed by `delay` seconds a request), cached in `tmp`."
+    cmd = [WORDBENCH, 'score', '--backend', 'dummy', '--model', 'resume-test', '--backend-arg', f'delay={delay}',
+           '--input', tmp/'in.jsonl', '--output', tmp/'out.jsonl', '--cache', tmp/'cache.sqlite', '--batch-size', '100', '--chunk-size', '50']
+    return subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True, env={**os.environ, 'WORDBENCH_CACHE': str(tmp/'wbcache')})
 
 
 def cached_rows(db):

@@ -15,7 +15,7 @@ from .prompts import get_strategy, applies, needs, select_shots, query_parts, TA
 
 # %% auto #0
 __all__ = ['ITEM_SCHEMA', 'BUILD_COMMAND', 'ITEM_COLUMNS', 'SETTING_COLUMNS', 'SCORE_COLUMNS', 'RESULT_COLUMNS', 'KEY_COLUMNS',
-           'EVAL_COMMAND', 'default_dataset', 'load_items', 'grid', 'token_counter', 'evaluate', 'tidy',
+           'EVAL_COMMAND', 'TASK_TITLES', 'default_dataset', 'load_items', 'grid', 'token_counter', 'evaluate', 'tidy',
            'once_per_twin', 'accuracy_table', 'model_slug', 'results_dir', 'results_path', 'write_results',
            'read_results', 'eval_command', 'load_results', 'limit_items', 'sample_pairs', 'merge_results',
            'run_winodict_eval']
@@ -157,7 +157,8 @@ def accuracy_table(results: pd.DataFrame, # rows from `evaluate`
     return out.join(failed, how='outer').fillna({'n_runs': 0, 'n_items': 0}).astype({'n_runs': int, 'n_items': int, 'n_failed': int}).reset_index()
 
 # %% ../nbs/07_evaluate.ipynb #94e259e4
-EVAL_COMMAND = 'wordbench eval winodict --model {model}'
+EVAL_COMMAND = 'wordbench eval {task} --model {model}'
+TASK_TITLES = {'winodict': 'WinoDict', 'foreign': 'foreign-words'}
 
 def model_slug(model: str) -> str:
     "A file-name-safe form of a model name (`/` and other odd characters become `_`)."
@@ -167,9 +168,9 @@ def results_dir(out=None) -> Path:
     "Where results live: `out`, else `data/results` in the checkout."
     return Path(out) if out else project_root()/'data'/'results'
 
-def results_path(model: str, out=None) -> Path:
-    "The results file of `model`."
-    return results_dir(out)/f'winodict_{model_slug(model)}.csv.gz'
+def results_path(model: str, out=None, task: str='winodict') -> Path:
+    "The results file of `model` for `task` (winodict or foreign)."
+    return results_dir(out)/f'{task}_{model_slug(model)}.csv.gz'
 
 # %% ../nbs/07_evaluate.ipynb #04e2df38
 def write_results(df: pd.DataFrame, path) -> Path:
@@ -188,9 +189,9 @@ def read_results(path) -> pd.DataFrame:
     return tidy(df)
 
 # %% ../nbs/07_evaluate.ipynb #13fad844
-def eval_command(model: str, strategies=None, shots=None) -> str:
+def eval_command(model: str, strategies=None, shots=None, task: str='winodict') -> str:
     "The command that computes `model`'s results for these settings."
-    cmd = EVAL_COMMAND.format(model=model)
+    cmd = EVAL_COMMAND.format(task=task, model=model)
     if strategies: cmd += ' --strategies ' + ' '.join(strategies)
     if shots is not None: cmd += ' --shots ' + ' '.join(map(str, shots))
     return cmd
@@ -198,17 +199,18 @@ def eval_command(model: str, strategies=None, shots=None) -> str:
 def load_results(models: Sequence[str], # model names, as passed to the evaluation
                  out=None, # results folder; default `data/results`
                  strategies: Sequence[str]|None=None, # strategies every model must have
-                 shots: Sequence[int]|None=None # shot counts every model must have
+                 shots: Sequence[int]|None=None, # shot counts every model must have
+                 task: str='winodict' # whose results: winodict or foreign
                 ) -> pd.DataFrame:
     "The results of `models` (concatenated), checked to contain `strategies` × `shots`."
     frames = []
     for m in models:
-        p = results_path(m, out)
-        if not p.exists(): raise FileNotFoundError(f'no WinoDict results for {m} at {p}; make them with `{eval_command(m, strategies, shots)}`')
+        p, cmd = results_path(m, out, task), eval_command(m, strategies, shots, task)
+        if not p.exists(): raise FileNotFoundError(f'no {TASK_TITLES.get(task, task)} results for {m} at {p}; make them with `{cmd}`')
         df = read_results(p)
         have = set(zip(df.strategy, df.shots))
         missing = [(s, k) for s in (strategies or []) for k in (shots if shots is not None else sorted(set(df.shots))) if (s, k) not in have]
-        if missing: raise ValueError(f'{p} lacks {len(missing)} setting(s), e.g. {missing[:3]}; make them with `{eval_command(m, strategies, shots)}`')
+        if missing: raise ValueError(f'{p} lacks {len(missing)} setting(s), e.g. {missing[:3]}; make them with `{cmd}`')
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
 

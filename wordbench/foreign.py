@@ -11,14 +11,14 @@ import pandas as pd
 from .data import load_foreign_words
 from .winodict import assign_roots, RECORD_FIELDS
 from .prompts import substitute
-from .evaluate import (ITEM_SCHEMA, evaluate, write_results, read_results, merge_results, results_dir, model_slug)
+from .evaluate import (ITEM_SCHEMA, evaluate, write_results, read_results, merge_results, results_dir, results_path, load_results, model_slug)
 from .core import check_record
 from .lm import get_lm
 
 # %% auto #0
-__all__ = ['FOREIGN_SOURCE', 'FOREIGN_VARIANTS', 'FOREIGN_STRATEGIES', 'FOREIGN_EVAL_COMMAND', 'foreign_tag', 'concept_ids',
-           'balanced_options', 'foreign_base', 'with_synthetic', 'foreign_items', 'foreign_results_path',
-           'run_foreign_eval', 'foreign_eval_command', 'load_foreign_results']
+__all__ = ['FOREIGN_SOURCE', 'FOREIGN_VARIANTS', 'FOREIGN_STRATEGIES', 'foreign_tag', 'concept_ids', 'balanced_options',
+           'foreign_base', 'with_synthetic', 'foreign_items', 'foreign_results_path', 'run_foreign_eval',
+           'load_foreign_results']
 
 # %% ../nbs/05a_foreign.ipynb #442a50e8
 def foreign_tag(word: str, # the foreign word (lemma), e.g. 'tartle'
@@ -100,11 +100,10 @@ FOREIGN_VARIANTS = {  # strategy: what the model sees
     'original_empty': 'foreign word, no definition',
 }
 FOREIGN_STRATEGIES = tuple(FOREIGN_VARIANTS)
-FOREIGN_EVAL_COMMAND = 'wordbench eval foreign --model {model}'
 
 def foreign_results_path(model: str, out=None) -> Path:
     "The foreign-words results file of `model`."
-    return results_dir(out)/f'foreign_{model_slug(model)}.csv.gz'
+    return results_path(model, out, task=FOREIGN_SOURCE)
 
 # %% ../nbs/05a_foreign.ipynb #af55bc04
 def run_foreign_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
@@ -131,25 +130,10 @@ def run_foreign_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.g
     return paths
 
 # %% ../nbs/05a_foreign.ipynb #860587e9
-def foreign_eval_command(model: str, strategies=None, shots=None) -> str:
-    "The command that computes `model`'s foreign-words results for these settings."
-    cmd = FOREIGN_EVAL_COMMAND.format(model=model)
-    if strategies: cmd += ' --strategies ' + ' '.join(strategies)
-    if shots is not None: cmd += ' --shots ' + ' '.join(map(str, shots))
-    return cmd
-
 def load_foreign_results(models: Sequence[str], # model names, as passed to the evaluation
                          out=None, # results folder; default `data/results`
                          strategies: Sequence[str]|None=None, # strategies every model must have
                          shots: Sequence[int]|None=None # shot counts every model must have
                         ) -> pd.DataFrame:
     "The foreign-words results of `models` (concatenated), checked to contain `strategies` × `shots`."
-    frames = []
-    for m in models:
-        p = foreign_results_path(m, out)
-        if not p.exists(): raise FileNotFoundError(f'no foreign-words results for {m} at {p}; make them with `{foreign_eval_command(m, strategies, shots)}`')
-        df = read_results(p)
-        missing = [(s, k) for s in (strategies or []) for k in (shots or []) if not ((df.strategy == s) & (df.shots == k)).any()]
-        if missing: raise ValueError(f'{p} lacks {len(missing)} setting(s), e.g. {missing[:3]}; make them with `{foreign_eval_command(m, strategies, shots)}`')
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    return load_results(models, out, strategies, shots, task=FOREIGN_SOURCE)
