@@ -170,13 +170,15 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument('--buckets', nargs='+', default=None, help='word sets (default all five)')
     e.add_argument('--limit', type=int, default=None, help='only the first N records (pairs kept whole)')
     e.add_argument('--pairs', type=int, default=None, help='a stable pseudo-random subset of N twin pairs (winodict)')
-    e.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'])
+    e.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16', 'bfloat16-weights'],
+                   help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights); bfloat16-weights = bf16 weights')
     e.add_argument('--batch-size', type=int, default=None)
     e.add_argument('--out', default=None, help='results folder (default data/results/)')
     c = sub.add_parser('score', help='log-likelihood of continuation given context for every line of a JSONL file')
     c.add_argument('--model', required=True); c.add_argument('--input', required=True); c.add_argument('--output', required=True)
     c.add_argument('--backend', default='hf'); c.add_argument('--base-url', default=None)
-    c.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'])
+    c.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16', 'bfloat16-weights'],
+                   help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights); bfloat16-weights = bf16 weights')
     c.add_argument('--batch-size', type=int, default=None, help='requests per model call')
     c.add_argument('--cache', default=None, help='SQLite cache file (default: the wordbench cache)')
     c.add_argument('--no-cache', action='store_true')

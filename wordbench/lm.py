@@ -12,11 +12,11 @@ from fastcore.basics import patch
 from .core import stable_hash
 
 # %% auto #0
-__all__ = ['BACKENDS', 'BACKEND_MODULES', 'MASK_PLACEHOLDER', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest',
-           'LMFailure', 'LM', 'register_backend', 'get_lm', 'DummyLM', 'move_trailing_space', 'prefix_token_id',
-           'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens', 'group_by_prefix',
-           'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask', 'reference_loglikelihood', 'cut_at_stop',
-           'fill_mask_placeholder', 'HFMaskedLM']
+__all__ = ['BACKENDS', 'BACKEND_MODULES', 'HF_DTYPES', 'MASK_PLACEHOLDER', 'LoglikelihoodRequest', 'TopKRequest',
+           'GenerateRequest', 'LMFailure', 'LM', 'register_backend', 'get_lm', 'DummyLM', 'move_trailing_space',
+           'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
+           'group_by_prefix', 'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask', 'reference_loglikelihood',
+           'cut_at_stop', 'fill_mask_placeholder', 'HFMaskedLM']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 @dataclass(frozen=True)
@@ -193,20 +193,25 @@ class HFCausalLM(LM):
     "Causal LMs through transformers, with lm-eval-exact tokenisation and shared-prefix batching."
     def __init__(self, model, # short name, HF id, local folder, or a loaded `PreTrainedModel`
                  tokenizer=None, # the tokenizer (required with a model object)
-                 dtype: str='float32', # float32 or bfloat16 (model names only)
+                 dtype: str='float32', # float32, bfloat16 (autocast, fp32 weights) or bfloat16-weights (model names only)
                  batch_size: int=16, # sequences per forward pass
                  device: str='cpu', max_length: int|None=None, # window; default from the model config
                  num_threads: int|None=None, # torch CPU threads; default all cores
                  progress: bool|None=None): # tqdm on stderr; default when >= 256 requests
         import torch
         torch.set_num_threads(num_threads or os.cpu_count() or 1)
-        self.name = model if isinstance(model, str) else None
-        if self.name is not None: model, tokenizer = _load_causal(model, dtype, device)
+        if dtype not in HF_DTYPES: raise ValueError(f"dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
+        self.name, self.autocast = (model if isinstance(model, str) else None), dtype == 'bfloat16'
+        if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device)
         self.model, self.tokenizer, self.batch_size, self.progress = model.eval(), tokenizer, batch_size, progress
-        self.dtype = str(next(model.parameters()).dtype).replace('torch.', '')
+        weights = str(next(model.parameters()).dtype).replace('torch.', '')
+        if self.autocast and weights != 'float32': raise ValueError(f"dtype='bfloat16' autocasts an fp32 model; this one is {weights}")
+        self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity suffix
         self._init_parts(max_length)
 
 # %% ../nbs/03_lm.ipynb #19957718
+HF_DTYPES = {'float32': 'float32', 'bfloat16': 'float32', 'bfloat16-weights': 'bfloat16'}  # dtype -> weights dtype
+
 def _load_causal(name, dtype, device):
     from wordbench.resources import load_causal_lm
     return load_causal_lm(name, dtype=dtype, device=device)
@@ -223,7 +228,7 @@ def _init_parts(self: HFCausalLM, max_length):
     self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
     self.device = self.model.device
     import torch
-    if self.dtype == 'bfloat16' and self.device.type == 'cpu' and 'AVX512' not in torch.backends.cpu.get_cpu_capability():
+    if self.dtype.startswith('bfloat16') and self.device.type == 'cpu' and 'AVX512' not in torch.backends.cpu.get_cpu_capability():
         warnings.warn('bfloat16 matmuls are emulated on this CPU (no AVX-512): expect them to be slower than float32')
 
 # %% ../nbs/03_lm.ipynb #7661cf85
@@ -250,8 +255,11 @@ def weights_hash(model, n: int=16) -> str:
 @patch
 def _hidden(self: HFCausalLM, ids, attention_mask=None, position_ids=None):
     "Last hidden states `[batch, seq, dim]` of the decoder body."
+    import torch
     self.counters['forward_calls'] += 1
-    return self.decoder(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False).last_hidden_state
+    with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+        h = self.decoder(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False).last_hidden_state
+    return h.float() if self.autocast else h
 
 @patch
 def _logprobs(self: HFCausalLM, hidden):
@@ -423,7 +431,7 @@ def generate(self: HFCausalLM, requests, progress: bool|None=None):
         ids = torch.tensor([self._prompt_ids(r.messages)], device=self.device)
         cfg = GenerationConfig(max_new_tokens=r.max_tokens, do_sample=r.temperature > 0, pad_token_id=self.pad_id, eos_token_id=eos,
                                stop_strings=list(r.stop) or None, **(dict(temperature=r.temperature, top_p=r.top_p, top_k=0) if r.temperature > 0 else {}))
-        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+        with torch.inference_mode(), torch.random.fork_rng(devices=[]), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             torch.manual_seed(r.seed)
             new = self.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=cfg, tokenizer=self.tokenizer)[0, ids.shape[1]:]
         out.append(cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), r.stop))
