@@ -17,7 +17,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # CPU-sized defaults: 80 of the 244 twin pairs (a stable hash sample), few-shot and strategy
 # grids on one word set, zero-shot on all five; the 21-strategy grid (Table 3) for the first
 # model only. Measured on a fresh clone with 2 cores: 22.5 min for smollm2-135m, 22 min for gemma3-270m
-# (README.md has the whole main job: 50 min 43 s fresh, 2 min 30 s warm).
+# (README.md has the whole main job: 50 min 43 s and 54 min 8 s on two fresh runs, 2 min 30 s and 2 min 49 s warm).
 MODELS ?= smollm2-135m gemma3-270m
 STRATEGY_MODELS ?= smollm2-135m
 PAIRS ?= 80

@@ -116,7 +116,19 @@ def topk(self: CachedLM, requests): return self._call('topk', requests)
 @patch
 def generate(self: CachedLM, requests): return self._call('generate', requests)
 
-# %% ../nbs/03a_cache.ipynb #fd380bf9
+# %% ../nbs/03a_cache.ipynb #159057e3
+@patch(as_prop=True)
+def recheck_margin(self: CachedLM) -> float: return self.lm.recheck_margin
+
+@patch
+def exact(self: CachedLM) -> LM|None:
+    "The wrapped backend's exact twin behind the same cache (`self` when the backend is exact)."
+    twin = self.lm.exact()
+    if twin is None or twin is self.lm: return None if twin is None else self
+    if '_exact' not in self.__dict__: self._exact = CachedLM(twin, self.path, self.chunk_size, self.progress)
+    return self._exact
+
+# %% ../nbs/03a_cache.ipynb #444fb073
 SCORE_SCHEMA = {'context': str, 'continuation': str}
 
 def read_score_requests(path) -> tuple[list[dict], list[LoglikelihoodRequest]]:
@@ -124,7 +136,7 @@ def read_score_requests(path) -> tuple[list[dict], list[LoglikelihoodRequest]]:
     recs = [check_record(rec, SCORE_SCHEMA, path, line) for line, rec in read_jsonl(path)]
     return recs, [LoglikelihoodRequest(r['context'], r['continuation']) for r in recs]
 
-# %% ../nbs/03a_cache.ipynb #a4b50835
+# %% ../nbs/03a_cache.ipynb #96efafdd
 def score_jsonl(lm: LM, # any backend, usually a `CachedLM`
                 input_path, # JSONL with `context` and `continuation` per line
                 output_path, # JSONL written with `logprob` and `is_greedy` (or `error`) added

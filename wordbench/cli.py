@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from .core import project_root, cache_dir
 from . import resources
+from .lm import HF_DTYPES
 
 # %% auto #0
 __all__ = ['ANALYSES', 'Analysis', 'analysis_notebook', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report',
@@ -122,7 +123,8 @@ def _lm_kwargs(a) -> dict:
 
 def run_eval(a) -> int:
     "`wordbench eval TASK ...`: run a task's evaluation grid and print the result files."
-    common = dict(backend=a.backend, out=a.out, shots=tuple(a.shots), seeds=tuple(a.seeds), buckets=a.buckets, **_lm_kwargs(a))
+    common = dict(backend=a.backend, out=a.out, shots=tuple(a.shots), seeds=tuple(a.seeds), buckets=a.buckets,
+                  recheck_margin=a.recheck_margin, **_lm_kwargs(a))
     if a.strategies == ['all']:
         from wordbench.prompts import TABLE3_STRATEGIES; common['strategies'] = tuple(TABLE3_STRATEGIES)
     elif a.strategies: common['strategies'] = tuple(a.strategies)
@@ -170,19 +172,19 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument('--buckets', nargs='+', default=None, help='word sets (default all five)')
     e.add_argument('--limit', type=int, default=None, help='only the first N records (pairs kept whole)')
     e.add_argument('--pairs', type=int, default=None, help='a stable pseudo-random subset of N twin pairs (winodict)')
-    e.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16', 'bfloat16-weights'],
-                   help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights); bfloat16-weights = bf16 weights')
+    e.add_argument('--recheck-margin', type=float, default=None,
+                   help='re-score decisions closer than this (nats) in fp32 (default: the backend\'s; 0 turns the re-check off)')
     e.add_argument('--batch-size', type=int, default=None)
     e.add_argument('--out', default=None, help='results folder (default data/results/)')
     c = sub.add_parser('score', help='log-likelihood of continuation given context for every line of a JSONL file')
     c.add_argument('--model', required=True); c.add_argument('--input', required=True); c.add_argument('--output', required=True)
     c.add_argument('--backend', default='hf'); c.add_argument('--base-url', default=None)
-    c.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16', 'bfloat16-weights'],
-                   help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights); bfloat16-weights = bf16 weights')
     c.add_argument('--batch-size', type=int, default=None, help='requests per model call')
     c.add_argument('--cache', default=None, help='SQLite cache file (default: the wordbench cache)')
     c.add_argument('--no-cache', action='store_true')
     c.add_argument('--chunk-size', type=int, default=256, help='requests per committed cache chunk (a kill loses at most one)')
+    for sp in (e, c): sp.add_argument('--dtype', default='float32', choices=list(HF_DTYPES),
+                                      help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights; eval re-checks close calls in fp32); bfloat16-weights = bf16 weights')
     for sp in (e, c): sp.add_argument('--backend-arg', action='append', metavar='KEY=VALUE', help='extra backend option, e.g. max_concurrency=8 (repeatable)')
     r = sub.add_parser('regenerate', help='run the analysis notebooks into figures/')
     r.add_argument('names', nargs='*', help=f'analyses to run (default all: {" ".join(ANALYSES)})')

@@ -4,13 +4,13 @@
 
 # %% ../nbs/07_evaluate.ipynb #98b64a06
 from __future__ import annotations
-import gzip, inspect, os, re, sys, warnings
+import gzip, os, re, sys, warnings
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from .core import project_root, read_jsonl, check_record, stable_hash
-from .lm import LMFailure, LoglikelihoodRequest, get_lm
+from .lm import LMFailure, LoglikelihoodRequest, get_lm, score_choices
 from .prompts import get_strategy, applies, needs, select_shots, query_parts, TABLE2_STRATEGIES
 
 # %% auto #0
@@ -83,13 +83,6 @@ def _jobs(items, pool, settings, same_source):
     return jobs, skipped
 
 # %% ../nbs/07_evaluate.ipynb #6a77f7c8
-def _score_all(lm, requests, progress):
-    "Scores of the distinct `requests` in one `loglikelihood` call, as a dict."
-    unique = sorted(set(requests), key=lambda r: (r.context, r.continuation))  # neighbours share prefixes, also within a cache chunk
-    kw = {'progress': progress} if 'progress' in inspect.signature(lm.loglikelihood).parameters else {}
-    print(f'[evaluate] {len(requests):,} requests, {len(unique):,} distinct', file=sys.stderr, flush=True)
-    return dict(zip(unique, lm.loglikelihood(unique, **kw)))
-
 def _item_attributes(it, count) -> dict:
     import Levenshtein
     return dict(edit_distance=Levenshtein.distance(it['word'].lower(), it['lemma'].lower()),
@@ -116,17 +109,20 @@ def evaluate(items: list[dict], # WinoDict records to evaluate
              dataset_name: str='winodict', # recorded in the `task` column
              model_name: str|None=None, # recorded in `model`; default `lm.identity()`
              same_source: bool=True, # shots from the item's own source only
-             progress: bool|None=None # passed to `lm.loglikelihood` when it takes it
+             progress: bool|None=None, # passed to `lm.loglikelihood` when it takes it
+             recheck_margin: float|None=None # re-score decisions closer than this (nats) with `lm.exact()`; None: the backend's
             ) -> pd.DataFrame:
     "One row per item × `(strategy, shots, seed)`: scores, prediction, correctness and item attributes."
     jobs, skipped = _jobs(items, items if pool is None else pool, grid(strategies, shots, seeds), same_source)
     for name, n in skipped.items(): warnings.warn(f'{name}: skipped {n} item-settings the strategy cannot render (missing {"/".join(sorted(needs(name)))})')
-    scores = _score_all(lm, [r for *_, rs in jobs for r in rs], progress)
+    print(f'[evaluate] {2 * len(jobs):,} requests, {len({r for *_, rs in jobs for r in rs}):,} distinct', file=sys.stderr, flush=True)
+    scored = score_choices(lm, [rs for *_, rs in jobs], recheck_margin, progress).scores
     count, count_cont = token_counter(lm)
-    n_cont = {r: count_cont(r) for r in scores}
+    n_cont = {r: count_cont(r) for r in {r for *_, rs in jobs for r in rs}}
     attrs = {key: _item_attributes(it, count) for key, it in {(it['id'], it['bucket']): it for it, *_ in jobs}.items()}
     fixed = dict(task=dataset_name, model=model_name or lm.identity())
-    rows = [_row(it, setting, [(scores[r], n_cont[r]) for r in rs], attrs[it['id'], it['bucket']], fixed) for it, setting, rs in jobs]
+    rows = [_row(it, setting, [(sc, n_cont[r]) for sc, r in zip(res, rs)], attrs[it['id'], it['bucket']], fixed)
+            for (it, setting, rs), res in zip(jobs, scored)]
     return tidy(pd.DataFrame(rows, columns=RESULT_COLUMNS))
 
 # %% ../nbs/07_evaluate.ipynb #b08efaef
@@ -135,7 +131,7 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     df = df[RESULT_COLUMNS].astype({'pred': 'Int64', 'correct': 'Int64', 'failed': bool, 'shots': int, 'seed': int, 'label': int})
     return df.sort_values(KEY_COLUMNS, kind='stable').reset_index(drop=True)
 
-# %% ../nbs/07_evaluate.ipynb #4d253509
+# %% ../nbs/07_evaluate.ipynb #e6ed627b
 def once_per_twin(results: pd.DataFrame) -> pd.DataFrame:
     "Rows of original-word strategies once per twin (first word set, bucket set to '-'); other rows unchanged."
     orig = results.word_type == 'original'
@@ -156,7 +152,7 @@ def accuracy_table(results: pd.DataFrame, # rows from `evaluate`
     failed = results.groupby(by, observed=True).failed.sum().rename('n_failed')
     return out.join(failed, how='outer').fillna({'n_runs': 0, 'n_items': 0}).astype({'n_runs': int, 'n_items': int, 'n_failed': int}).reset_index()
 
-# %% ../nbs/07_evaluate.ipynb #94e259e4
+# %% ../nbs/07_evaluate.ipynb #04e2df38
 EVAL_COMMAND = 'wordbench eval {task} --model {model}'
 TASK_TITLES = {'winodict': 'WinoDict', 'foreign': 'foreign-words'}
 
@@ -172,7 +168,7 @@ def results_path(model: str, out=None, task: str='winodict') -> Path:
     "The results file of `model` for `task` (winodict or foreign)."
     return results_dir(out)/f'{task}_{model_slug(model)}.csv.gz'
 
-# %% ../nbs/07_evaluate.ipynb #04e2df38
+# %% ../nbs/07_evaluate.ipynb #51cbf3f2
 def write_results(df: pd.DataFrame, path) -> Path:
     "Write results as a deterministic gzip'd CSV (atomically)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +184,7 @@ def read_results(path) -> pd.DataFrame:
                      keep_default_na=False, na_values={c: [''] for c in ['logprob1', 'logprob2', 'nll', 'pred', 'correct']})
     return tidy(df)
 
-# %% ../nbs/07_evaluate.ipynb #13fad844
+# %% ../nbs/07_evaluate.ipynb #52a701d1
 def eval_command(model: str, strategies=None, shots=None, task: str='winodict') -> str:
     "The command that computes `model`'s results for these settings."
     cmd = EVAL_COMMAND.format(task=task, model=model)
@@ -214,7 +210,7 @@ def load_results(models: Sequence[str], # model names, as passed to the evaluati
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
 
-# %% ../nbs/07_evaluate.ipynb #0bf31c5b
+# %% ../nbs/07_evaluate.ipynb #bf205236
 def limit_items(items: list[dict], limit: int|None) -> list[dict]:
     "The records of the twin pairs among the first `limit` records (all their word sets)."
     if not limit or limit >= len(items): return items
@@ -234,7 +230,7 @@ def merge_results(old: pd.DataFrame|None, new: pd.DataFrame) -> pd.DataFrame:
     keys = pd.MultiIndex.from_frame(new[KEY_COLUMNS])
     return tidy(pd.concat([old[~pd.MultiIndex.from_frame(old[KEY_COLUMNS]).isin(keys)], new], ignore_index=True))
 
-# %% ../nbs/07_evaluate.ipynb #bf205236
+# %% ../nbs/07_evaluate.ipynb #27e191e9
 def run_winodict_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
                       backend: str='hf', # model backend
                       dataset=None, # WinoDict JSONL; default `data/winodict/winodict.jsonl`
@@ -245,6 +241,7 @@ def run_winodict_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.
                       pairs: int|None=None, # evaluate a stable pseudo-random subset of this many twin pairs
                       buckets: Sequence[str]|None=None, # word sets to evaluate (default all)
                       cache: bool|str|Path=True, # cache scores on disk (True: the default cache file; a path: that file)
+                      recheck_margin: float|None=None, # re-score closer decisions (nats) in fp32; None: the backend's (bf16: `BF16_RECHECK_MARGIN`)
                       **lm_kwargs) -> list[Path]: # backend options, e.g. dtype='bfloat16', batch_size=32
     "Evaluate WinoDict for each model and merge the rows into `winodict_<model>.csv.gz`; returns the files."
     items = [r for r in load_items(dataset) if not buckets or r['bucket'] in buckets]
@@ -254,7 +251,7 @@ def run_winodict_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.
         if cache:
             from wordbench.cache import CachedLM
             lm = CachedLM(lm, path=None if cache is True else cache)
-        res = evaluate(todo, lm, strategies, shots, seeds, pool=items, dataset_name='winodict', model_name=m)
+        res = evaluate(todo, lm, strategies, shots, seeds, pool=items, dataset_name='winodict', model_name=m, recheck_margin=recheck_margin)
         path = results_path(m, out)
         paths.append(write_results(merge_results(read_results(path) if path.exists() else None, res), path))
         print(f'[evaluate] {m}: {len(res):,} rows -> {path}', file=sys.stderr)

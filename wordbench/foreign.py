@@ -115,6 +115,7 @@ def run_foreign_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.g
                      words: pd.DataFrame|None=None, # synthetic words; default `synthetic_words()`
                      seed: int=1, # keys each concept's synthetic root
                      cache: bool|str|Path=True, # cache scores on disk (True: the default cache file; a path: that file)
+                     recheck_margin: float|None=None, # re-score closer decisions (nats) in fp32; None: the backend's
                      **lm_kwargs) -> list[Path]: # backend options, e.g. dtype='bfloat16'
     "Evaluate the foreign-inspired examples for each model and merge the rows into `foreign_<model>.csv.gz`; returns the files."
     items, paths = foreign_items(words=words, seed=seed, buckets=buckets), []
@@ -123,7 +124,7 @@ def run_foreign_eval(model: str|Sequence[str], # model name(s) for `get_lm`, e.g
         if cache:
             from wordbench.cache import CachedLM
             lm = CachedLM(lm, path=None if cache is True else cache)
-        res = evaluate(items, lm, strategies, shots, seeds, pool=items, dataset_name=FOREIGN_SOURCE, model_name=m)
+        res = evaluate(items, lm, strategies, shots, seeds, pool=items, dataset_name=FOREIGN_SOURCE, model_name=m, recheck_margin=recheck_margin)
         path = foreign_results_path(m, out)
         paths.append(write_results(merge_results(read_results(path) if path.exists() else None, res), path))
         print(f'[foreign] {m}: {len(res):,} rows -> {path}', file=sys.stderr)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_lm.ipynb #bfbb1629
 from __future__ import annotations
-import os, sys, time, hashlib, warnings
+import os, sys, copy, time, inspect, hashlib, warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
@@ -12,11 +12,12 @@ from fastcore.basics import patch
 from .core import stable_hash
 
 # %% auto #0
-__all__ = ['BACKENDS', 'BACKEND_MODULES', 'HF_DTYPES', 'MASK_PLACEHOLDER', 'LoglikelihoodRequest', 'TopKRequest',
-           'GenerateRequest', 'LMFailure', 'LM', 'register_backend', 'get_lm', 'DummyLM', 'move_trailing_space',
-           'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask', 'reference_loglikelihood',
-           'cut_at_stop', 'fill_mask_placeholder', 'HFMaskedLM']
+__all__ = ['BACKENDS', 'BACKEND_MODULES', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'MASK_PLACEHOLDER', 'LoglikelihoodRequest',
+           'TopKRequest', 'GenerateRequest', 'LMFailure', 'LM', 'register_backend', 'get_lm', 'DummyLM',
+           'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
+           'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask',
+           'reference_loglikelihood', 'cut_at_stop', 'fill_mask_placeholder', 'HFMaskedLM', 'ChoiceScores',
+           'distinct_scores', 'close_choices', 'score_choices']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class LM:
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list: raise NotImplementedError(f'{self.backend}: no loglikelihood')
     def topk(self, requests: Sequence[TopKRequest]) -> list: raise NotImplementedError(f'{self.backend}: no topk')
     def generate(self, requests: Sequence[GenerateRequest]) -> list: raise NotImplementedError(f'{self.backend}: no generate')
+    recheck_margin: float = 0.0  # `score_choices` re-scores decisions closer than this (nats) with `exact()`
+    def exact(self) -> LM|None: return self  # the same model without reduced precision (None: not available)
     @property
     def counters(self) -> Counter:
         "Work done so far, e.g. `requests`, `tokens_computed` (created on first use)."
@@ -90,9 +93,11 @@ class DummyLM(LM):
     WORDS = tuple('bird fish tree tool animal flower vehicle insect fruit weapon'.split())
     def __init__(self, model: str='dummy', # any name; changes every score
                  delay: float=0.0, # seconds to sleep per request
-                 fail_on: str|None=None): # contexts containing this string give `LMFailure`
-        self.model, self.delay, self.fail_on = model, delay, fail_on
-    def identity(self) -> str: return f'dummy:{self.model}'
+                 fail_on: str|None=None, # contexts containing this string give `LMFailure`
+                 noise: float=0.0): # largest perturbation of a log-prob (nats), imitating bf16
+        self.model, self.delay, self.fail_on, self.noise, self.recheck_margin = model, delay, fail_on, noise, 2 * noise
+    def identity(self) -> str: return f'dummy:{self.model}' + (f':noise{self.noise:g}' if self.noise else '')
+    def exact(self) -> LM: return DummyLM(self.model, self.delay, self.fail_on) if self.noise else self
     def _u(self, *keys) -> float: return int(stable_hash(self.model, *keys)[:12], 16) / 16**12
     def _start(self, method, requests):
         self.counters[method] += len(requests); self.counters['calls'] += 1
@@ -105,7 +110,8 @@ def loglikelihood(self: DummyLM, requests):
     "`(logprob, is_greedy)` from a hash: about -2 nats per whitespace word."
     self._start('loglikelihood', requests)
     return [LMFailure('dummy failure') if self._failed(r.context) else
-            (-len(r.continuation.split() or ['']) * 4 * self._u(r.context, r.continuation), self._u('g', r.context, r.continuation) < 0.3)
+            (-len(r.continuation.split() or ['']) * 4 * self._u(r.context, r.continuation) + self.noise * (2 * self._u('n', r.context, r.continuation) - 1),
+             self._u('g', r.context, r.continuation) < 0.3)
             for r in requests]
 
 @patch
@@ -207,10 +213,12 @@ class HFCausalLM(LM):
         weights = str(next(model.parameters()).dtype).replace('torch.', '')
         if self.autocast and weights != 'float32': raise ValueError(f"dtype='bfloat16' autocasts an fp32 model; this one is {weights}")
         self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity suffix
+        self.recheck_margin = BF16_RECHECK_MARGIN if self.autocast else 0.0
         self._init_parts(max_length)
 
 # %% ../nbs/03_lm.ipynb #19957718
 HF_DTYPES = {'float32': 'float32', 'bfloat16': 'float32', 'bfloat16-weights': 'bfloat16'}  # dtype -> weights dtype
+BF16_RECHECK_MARGIN = 0.3  # nats: bf16 autocast moved held-out Winograd margins by at most 0.26 (`analysis/lm_benchmark.ipynb`)
 
 def _load_causal(name, dtype, device):
     from wordbench.resources import load_causal_lm
@@ -388,6 +396,19 @@ def reference_loglikelihood(model, tokenizer, request: LoglikelihoodRequest) -> 
 
 # %% ../nbs/03_lm.ipynb #f69de7df
 @patch
+def exact(self: HFCausalLM) -> HFCausalLM|None:
+    "The fp32 twin of a bf16-autocast backend, sharing its model object; `self` in fp32; None for bf16 weights."
+    if self.dtype == 'float32': return self
+    if not self.autocast: return None
+    if '_exact' not in self.__dict__:
+        twin = copy.copy(self)
+        for k in ('_identity', '_counters', '_exact'): twin.__dict__.pop(k, None)
+        twin.autocast, twin.dtype, twin.recheck_margin = False, 'float32', 0.0
+        self._exact = twin
+    return self._exact
+
+# %% ../nbs/03_lm.ipynb #bb805c36
+@patch
 def topk(self: HFCausalLM, requests, progress: bool|None=None):
     "Per request, `k` pairs `(word, logprob)` for the next token, most likely first."
     import torch
@@ -403,7 +424,7 @@ def topk(self: HFCausalLM, requests, progress: bool|None=None):
     self.counters['topk'] += len(requests)
     return out
 
-# %% ../nbs/03_lm.ipynb #bb805c36
+# %% ../nbs/03_lm.ipynb #f830cec6
 @patch
 def _prompt_ids(self: HFCausalLM, messages) -> list[int]:
     "Token ids of a chat prompt."
@@ -418,7 +439,7 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     cuts = [text.find(s) for s in stop if s and s in text]
     return text[:min(cuts)] if cuts else text
 
-# %% ../nbs/03_lm.ipynb #043daa2b
+# %% ../nbs/03_lm.ipynb #92ff786d
 @patch
 def generate(self: HFCausalLM, requests, progress: bool|None=None):
     "Completion text per request (greedy at temperature 0, else seeded sampling)."
@@ -438,7 +459,7 @@ def generate(self: HFCausalLM, requests, progress: bool|None=None):
         self.counters['generate'] += 1
     return out
 
-# %% ../nbs/03_lm.ipynb #92ff786d
+# %% ../nbs/03_lm.ipynb #0cff9085
 MASK_PLACEHOLDER = '[MASK]'
 
 def fill_mask_placeholder(text: str, mask_token: str) -> str:
@@ -446,7 +467,7 @@ def fill_mask_placeholder(text: str, mask_token: str) -> str:
     if text.count(MASK_PLACEHOLDER) != 1: raise ValueError(f'expected exactly one {MASK_PLACEHOLDER} in {text!r:.120}')
     return text.replace(MASK_PLACEHOLDER, mask_token)
 
-# %% ../nbs/03_lm.ipynb #ba120fee
+# %% ../nbs/03_lm.ipynb #62d209f1
 @register_backend('hf-mlm')
 class HFMaskedLM(LM):
     "Masked LMs through transformers: top-k at the mask and pseudo-log-likelihoods."
@@ -464,7 +485,7 @@ class HFMaskedLM(LM):
         self.model, self.tokenizer, self.batch_size, self.device = model.eval(), tokenizer, batch_size, model.device
         self.dtype = str(next(model.parameters()).dtype).replace('torch.', '')
 
-# %% ../nbs/03_lm.ipynb #0cff9085
+# %% ../nbs/03_lm.ipynb #4660fe2c
 @patch
 def identity(self: HFMaskedLM) -> str:
     "`hf-mlm:<model identity>:<dtype>`."
@@ -487,7 +508,7 @@ def _mask_logprobs(self: HFMaskedLM, seqs, positions):
         out.append(torch.log_softmax(logits[torch.arange(len(b)), torch.tensor([positions[i] for i in b])].float(), -1))
     return torch.cat(out) if out else torch.empty(0)
 
-# %% ../nbs/03_lm.ipynb #b3e64a28
+# %% ../nbs/03_lm.ipynb #c2daf1f3
 @patch
 def topk(self: HFMaskedLM, requests):
     "Per request, `k` pairs `(word, logprob)` at the mask, most likely first."
@@ -501,7 +522,7 @@ def topk(self: HFMaskedLM, requests):
     self.counters['topk'] += len(requests)
     return out
 
-# %% ../nbs/03_lm.ipynb #62d209f1
+# %% ../nbs/03_lm.ipynb #5b267a5b
 @patch
 def loglikelihood(self: HFMaskedLM, requests):
     "Pseudo-log-likelihood `(sum over continuation tokens masked one at a time, all argmax)` per request."
@@ -518,3 +539,49 @@ def loglikelihood(self: HFMaskedLM, requests):
     for row, (n, t) in zip(lp, owner): sums[n] += float(row[t]); greedy[n] &= int(row.argmax()) == t
     self.counters['loglikelihood'] += len(requests)
     return list(zip(sums, greedy))
+
+# %% ../nbs/03_lm.ipynb #ba094458
+@dataclass
+class ChoiceScores:
+    "Per decision, the results of its alternatives, before and after re-checking close calls."
+    scores: list      # per decision, one result per alternative (re-checked ones from `lm.exact()`)
+    first_pass: list  # the same from `lm` alone
+    rechecked: list   # indices of the re-checked decisions
+    seconds: dict     # wall and process CPU time of the 'first' pass and of the 'recheck' ('first_cpu', 'recheck_cpu')
+
+def distinct_scores(lm: LM, requests: Sequence[LoglikelihoodRequest], progress: bool|None=None) -> dict:
+    "Results of the distinct `requests` from one `loglikelihood` call, keyed by request."
+    unique = sorted(set(requests), key=lambda r: (r.context, r.continuation))
+    kw = {'progress': progress} if 'progress' in inspect.signature(lm.loglikelihood).parameters else {}
+    return dict(zip(unique, lm.loglikelihood(unique, **kw)))
+
+# %% ../nbs/03_lm.ipynb #deed6ba4
+def close_choices(scores: list, # per decision, `(logprob, is_greedy)` or `LMFailure` per alternative
+                  margin: float) -> list[int]: # nats
+    "Indices of the decisions whose best two alternatives are less than `margin` apart (none with a failure)."
+    close = []
+    for i, res in enumerate(scores):
+        if margin <= 0 or len(res) < 2 or any(isinstance(x, LMFailure) for x in res): continue
+        best, second = sorted((x[0] for x in res), reverse=True)[:2]
+        if best - second < margin: close.append(i)
+    return close
+
+# %% ../nbs/03_lm.ipynb #173877e7
+def score_choices(lm: LM, # any backend, ideally a `CachedLM`
+                  choices: Sequence[Sequence[LoglikelihoodRequest]], # per decision, its alternatives
+                  recheck_margin: float|None=None, # nats; None: `lm.recheck_margin` (0 for exact backends)
+                  progress: bool|None=None) -> ChoiceScores: # passed to `loglikelihood` when it takes it
+    "Score every decision's alternatives; re-score the close ones with `lm.exact()`."
+    margin, t0, c0 = lm.recheck_margin if recheck_margin is None else recheck_margin, time.perf_counter(), time.process_time()
+    first = distinct_scores(lm, [r for rs in choices for r in rs], progress)
+    before, t1, c1 = [[first[r] for r in rs] for rs in choices], time.perf_counter(), time.process_time()
+    close, exact = close_choices(before, margin), lm.exact()
+    if close and exact is None: raise ValueError(f'{lm!r} has no exact twin to re-check close decisions with: pass recheck_margin=0')
+    if exact is lm: close = []
+    after = list(before)
+    if close:
+        fixed = distinct_scores(exact, [r for i in close for r in choices[i]], progress)
+        for i in close: after[i] = [fixed[r] for r in choices[i]]
+        print(f'[score_choices] re-scored {len(close):,} of {len(choices):,} decisions closer than {margin:g} nats with {exact.identity()}', file=sys.stderr)
+    seconds = {'first': t1 - t0, 'recheck': time.perf_counter() - t1, 'first_cpu': c1 - c0, 'recheck_cpu': time.process_time() - c1}
+    return ChoiceScores(after, before, close, seconds)
