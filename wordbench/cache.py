@@ -124,7 +124,8 @@ def recheck_margin(self: CachedLM) -> float: return self.lm.recheck_margin
 def exact(self: CachedLM) -> LM|None:
     "The wrapped backend's exact twin behind the same cache (`self` when the backend is exact)."
     twin = self.lm.exact()
-    if twin is None or twin is self.lm: return None if twin is None else self
+    if twin is None: return None
+    if twin is self.lm: return self
     if '_exact' not in self.__dict__: self._exact = CachedLM(twin, self.path, self.chunk_size, self.progress)
     return self._exact
 

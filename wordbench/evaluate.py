@@ -115,10 +115,11 @@ def evaluate(items: list[dict], # WinoDict records to evaluate
     "One row per item × `(strategy, shots, seed)`: scores, prediction, correctness and item attributes."
     jobs, skipped = _jobs(items, items if pool is None else pool, grid(strategies, shots, seeds), same_source)
     for name, n in skipped.items(): warnings.warn(f'{name}: skipped {n} item-settings the strategy cannot render (missing {"/".join(sorted(needs(name)))})')
-    print(f'[evaluate] {2 * len(jobs):,} requests, {len({r for *_, rs in jobs for r in rs}):,} distinct', file=sys.stderr, flush=True)
+    distinct = {r for *_, rs in jobs for r in rs}
+    print(f'[evaluate] {2 * len(jobs):,} requests, {len(distinct):,} distinct', file=sys.stderr, flush=True)
     scored = score_choices(lm, [rs for *_, rs in jobs], recheck_margin, progress).scores
     count, count_cont = token_counter(lm)
-    n_cont = {r: count_cont(r) for r in {r for *_, rs in jobs for r in rs}}
+    n_cont = {r: count_cont(r) for r in distinct}
     attrs = {key: _item_attributes(it, count) for key, it in {(it['id'], it['bucket']): it for it, *_ in jobs}.items()}
     fixed = dict(task=dataset_name, model=model_name or lm.identity())
     rows = [_row(it, setting, [(sc, n_cont[r]) for sc, r in zip(res, rs)], attrs[it['id'], it['bucket']], fixed)

@@ -560,8 +560,9 @@ def close_choices(scores: list, # per decision, `(logprob, is_greedy)` or `LMFai
                   margin: float) -> list[int]: # nats
     "Indices of the decisions whose best two alternatives are less than `margin` apart (none with a failure)."
     close = []
+    if margin <= 0: return close
     for i, res in enumerate(scores):
-        if margin <= 0 or len(res) < 2 or any(isinstance(x, LMFailure) for x in res): continue
+        if len(res) < 2 or any(isinstance(x, LMFailure) for x in res): continue
         best, second = sorted((x[0] for x in res), reverse=True)[:2]
         if best - second < margin: close.append(i)
     return close
