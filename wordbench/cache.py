@@ -42,7 +42,8 @@ def connect(path, timeout: float=120.0) -> sqlite3.Connection:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
     con.execute(f'PRAGMA busy_timeout={int(timeout * 1000)}')
-    con.execute('PRAGMA journal_mode=WAL'); con.execute('PRAGMA synchronous=NORMAL')
+    con.execute('PRAGMA journal_mode=WAL')
+    con.execute('PRAGMA synchronous=NORMAL')
     con.execute(SCHEMA)
     return con
 
@@ -81,9 +82,14 @@ def store(self: CachedLM, method: str, items) -> int:
     rows = [(k, self.backend, self.identity(), method, json.dumps(asdict(r)), json.dumps(res), time.time())
             for k, r, res in items if not isinstance(res, LMFailure)]
     if not rows: return 0
-    con = self.con; con.execute('BEGIN IMMEDIATE')
-    try: con.executemany('INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?)', rows); con.execute('COMMIT')
-    except BaseException: con.execute('ROLLBACK'); raise
+    con = self.con
+    con.execute('BEGIN IMMEDIATE')
+    try:
+        con.executemany('INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?)', rows)
+        con.execute('COMMIT')
+    except BaseException:
+        con.execute('ROLLBACK')
+        raise
     return len(rows)
 
 # %% ../nbs/03a_cache.ipynb #b1572c16
@@ -151,9 +157,12 @@ def score_jsonl(lm: LM, # any backend, usually a `CachedLM`
     for i in tqdm(starts, disable=not (progress if progress is not None else len(starts) > 1), file=sys.stderr, desc='scoring'):
         res = lm.loglikelihood(reqs[i:i + batch_size])
         last = getattr(lm, 'last', {'computed': len(res), 'cached': 0})
-        stats['computed'] += last['computed']; stats['cached'] += last['cached']
+        stats['computed'] += last['computed']
+        stats['cached'] += last['cached']
         for rec, r in zip(recs[i:i + batch_size], res):
-            if isinstance(r, LMFailure): stats['failed'] += 1; out.append({**rec, 'error': r.error})
+            if isinstance(r, LMFailure):
+                stats['failed'] += 1
+                out.append({**rec, 'error': r.error})
             else: out.append({**rec, 'logprob': r[0], 'is_greedy': r[1]})
     write_jsonl(out, output_path)
     print(f"scored {stats['requests']} requests from {input_path}: computed {stats['computed']}, cached {stats['cached']}, failed {stats['failed']}", file=sys.stderr)

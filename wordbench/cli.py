@@ -52,7 +52,8 @@ def regenerate(names: list|None=None, # analyses to run (default: all of `ANALYS
                **params): # extra parameters passed to every notebook
     "Run analysis templates through papermill; returns the executed notebook paths."
     import papermill as pm
-    out_dir = Path(out_dir or project_root()/'figures').resolve(); out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir or project_root()/'figures').resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
     done, failed = [], []
     for name in names or [a.name for a in ANALYSES.values() if a.main]:
         nb, t = analysis_notebook(name), time.time()
@@ -64,9 +65,11 @@ def regenerate(names: list|None=None, # analyses to run (default: all of `ANALYS
             pars = {'out_dir': str(out_dir), **a.params, **({'models': list(chosen)} if chosen else {}), **params}
             pm.execute_notebook(str(nb), str(executed), parameters=pars,
                                 kernel_name='python3', cwd=str(nb.parent), progress_bar=False)
-            done.append(executed); print(f'[regenerate] {name} done in {time.time()-t:.0f}s', file=sys.stderr)
+            done.append(executed)
+            print(f'[regenerate] {name} done in {time.time()-t:.0f}s', file=sys.stderr)
         except Exception as e:
-            failed.append(name); print(f'[regenerate] {name} FAILED ({type(e).__name__}); executed copy: {executed}', file=sys.stderr)
+            failed.append(name)
+            print(f'[regenerate] {name} FAILED ({type(e).__name__}); executed copy: {executed}', file=sys.stderr)
     write_figures_index(out_dir)
     if failed: raise RuntimeError(f'analyses failed: {", ".join(failed)} (the others finished and their outputs are in {out_dir})')
     return done
@@ -85,7 +88,9 @@ def write_figures_index(out_dir) -> Path:
                   f'Regenerate: `.venv/bin/wordbench regenerate {a.name}`' + ('' if a.main else ' (not part of `make figures`)'), '',
                   *[f'- [{f}]({f})' for f in files], '']
         if f'{a.name}.md' in files: lines += [(out_dir/f'{a.name}.md').read_text().rstrip(), '']  # the headline table inline
-    p = out_dir/'README.md'; p.write_text('\n'.join(lines)); return p
+    p = out_dir/'README.md'
+    p.write_text('\n'.join(lines))
+    return p
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
@@ -126,7 +131,8 @@ def run_eval(a) -> int:
     common = dict(backend=a.backend, out=a.out, shots=tuple(a.shots), seeds=tuple(a.seeds), buckets=a.buckets,
                   recheck_margin=a.recheck_margin, **_lm_kwargs(a))
     if a.strategies == ['all']:
-        from wordbench.prompts import TABLE3_STRATEGIES; common['strategies'] = tuple(TABLE3_STRATEGIES)
+        from wordbench.prompts import TABLE3_STRATEGIES
+        common['strategies'] = tuple(TABLE3_STRATEGIES)
     elif a.strategies: common['strategies'] = tuple(a.strategies)
     if a.task == 'winodict':
         from wordbench.evaluate import run_winodict_eval
@@ -177,8 +183,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument('--batch-size', type=int, default=None)
     e.add_argument('--out', default=None, help='results folder (default data/results/)')
     c = sub.add_parser('score', help='log-likelihood of continuation given context for every line of a JSONL file')
-    c.add_argument('--model', required=True); c.add_argument('--input', required=True); c.add_argument('--output', required=True)
-    c.add_argument('--backend', default='hf'); c.add_argument('--base-url', default=None)
+    c.add_argument('--model', required=True)
+    c.add_argument('--input', required=True)
+    c.add_argument('--output', required=True)
+    c.add_argument('--backend', default='hf')
+    c.add_argument('--base-url', default=None)
     c.add_argument('--batch-size', type=int, default=None, help='requests per model call')
     c.add_argument('--cache', default=None, help='SQLite cache file (default: the wordbench cache)')
     c.add_argument('--no-cache', action='store_true')
@@ -210,7 +219,8 @@ def main(argv: list|None=None) -> int:
     if a.command == 'eval': return run_eval(a)
     if a.command == 'score': return run_score(a)
     if a.command == 'regenerate':
-        regenerate(a.names or None, a.out, models=a.models, strategy_models=a.strategy_models); return 0
+        regenerate(a.names or None, a.out, models=a.models, strategy_models=a.strategy_models)
+        return 0
     return 2
 
 # %% ../nbs/90_cli.ipynb #e603e011

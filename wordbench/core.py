@@ -106,7 +106,8 @@ def read_jsonl(path, # a JSON-lines file
 def write_jsonl(records: Iterable, # dicts (or dataclasses) to write
                 path) -> Path: # output file; parent folders are created
     "Write records as UTF-8 JSON lines, keys in their given order, atomically (a temp file renamed into place)."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + '.tmp')
     with open(tmp, 'w', encoding='utf-8') as f:
         for r in records: f.write(json.dumps(asdict(r) if hasattr(r, '__dataclass_fields__') else r, ensure_ascii=False) + '\n')

@@ -84,7 +84,9 @@ def _undo_mojibake(run: str) -> str:
         for enc in _CODE_PAGES:
             try: fixed = run.encode(enc).decode('utf-8')
             except UnicodeError: continue
-            if fixed != run: run = fixed; break
+            if fixed != run:
+                run = fixed
+                break
         else: break
     if re.fullmatch('[\x80-\x9f]+', run):  # Windows-1252 punctuation read as Latin-1 control characters
         try: run = run.encode('latin-1').decode('cp1252')
@@ -103,7 +105,8 @@ def xml_start_lines(raw: bytes, # the XML file's bytes
     "1-based line of each `<tag ...>` start, in document order."
     text, lines, pos, line = raw.decode('latin-1'), [], 0, 1
     for m in re.finditer(rf'<{tag}[\s>/]', text):
-        line += text.count('\n', pos, m.start()); pos = m.start()
+        line += text.count('\n', pos, m.start())
+        pos = m.start()
         lines.append(line)
     return lines
 

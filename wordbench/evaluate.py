@@ -74,7 +74,9 @@ def _jobs(items, pool, settings, same_source):
         for r in pool:
             if applies(r, s): groups.setdefault((r.get('bucket'), r['source'] if same_source else None), []).append(r)
         for it in items:
-            if not applies(it, s): skipped[name] += 1; continue
+            if not applies(it, s):
+                skipped[name] += 1
+                continue
             mk = (it['id'], it['bucket'], k, seed, tuple(sorted(needs(s))), s.word)  # same pool and word type -> same shots
             if mk not in shots_memo:
                 shots_memo[mk] = select_shots(it, groups.get((it['bucket'], it['source'] if same_source else None), []), k, seed, same_source, s)
@@ -172,7 +174,8 @@ def results_path(model: str, out=None, task: str='winodict') -> Path:
 # %% ../nbs/07_evaluate.ipynb #51cbf3f2
 def write_results(df: pd.DataFrame, path) -> Path:
     "Write results as a deterministic gzip'd CSV (atomically)."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = tidy(df).to_csv(index=False, float_format='%.6f', lineterminator='\n')
     tmp = path.with_name(path.name + '.tmp')
     tmp.write_bytes(gzip.compress(text.encode('utf-8'), mtime=0))

@@ -81,7 +81,9 @@ def foreign_items(rows: pd.DataFrame|None=None, # `load_foreign_words()` rows; d
                   balance: bool=True, # swap the options of every second example
                   words_seed: int=1, n_draws: int=3000) -> list[dict]:
     "The foreign-inspired examples as WinoDict records: one per example and word set, validated."
-    if words is None: from wordbench.words import synthetic_words; words = synthetic_words(words_seed, n_draws)
+    if words is None:
+        from wordbench.words import synthetic_words
+        words = synthetic_words(words_seed, n_draws)
     base, out = foreign_base(rows, balance), []
     concepts = list(dict.fromkeys(r['pair_id'] for r in base))
     tags = {c: tuple(sorted({r['tag'] for r in base if r['pair_id'] == c})) for c in concepts}

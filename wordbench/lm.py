@@ -72,7 +72,8 @@ BACKEND_MODULES = {'openai': 'wordbench.openai_lm'}  # backends registered in ot
 def register_backend(name: str): # the name `get_lm` knows the backend by
     "Class decorator: register an `LM` subclass as backend `name` (and set its `backend` attribute)."
     def deco(cls):
-        cls.backend = name; BACKENDS[name] = cls
+        cls.backend = name
+        BACKENDS[name] = cls
         return cls
     return deco
 
@@ -82,7 +83,8 @@ def get_lm(backend: str, # a registered backend: 'hf', 'hf-mlm', 'dummy', 'opena
            **kwargs) -> LM:  # backend options, e.g. dtype='bfloat16', batch_size=16
     "Build the `LM` for `model` on `backend`."
     if backend not in BACKENDS and backend in BACKEND_MODULES:
-        import importlib; importlib.import_module(BACKEND_MODULES[backend])
+        import importlib
+        importlib.import_module(BACKEND_MODULES[backend])
     if backend not in BACKENDS: raise KeyError(f"unknown backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
     return BACKENDS[backend](model, **kwargs)
 
@@ -100,7 +102,8 @@ class DummyLM(LM):
     def exact(self) -> LM: return DummyLM(self.model, self.delay, self.fail_on) if self.noise else self
     def _u(self, *keys) -> float: return int(stable_hash(self.model, *keys)[:12], 16) / 16**12
     def _start(self, method, requests):
-        self.counters[method] += len(requests); self.counters['calls'] += 1
+        self.counters[method] += len(requests)
+        self.counters['calls'] += 1
         if self.delay: time.sleep(self.delay * len(requests))
     def _failed(self, text) -> bool: return bool(self.fail_on) and self.fail_on in text
 
@@ -169,7 +172,8 @@ def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
     "Number of nodes of the prefix trie over `seqs`: the tokens a perfect prefix cache computes."
     total, prev = 0, ()
     for s in sorted(map(tuple, seqs)):
-        total += len(s) - common_prefix_length(prev, s); prev = s
+        total += len(s) - common_prefix_length(prev, s)
+        prev = s
     return total
 
 # %% ../nbs/03_lm.ipynb #3679d966
@@ -189,8 +193,10 @@ def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inpu
             if best[i] + (j - 1 - i) * shared > best[j]: best[j], cut[j] = best[i] + (j - 1 - i) * shared, i
     groups, j = [], len(order)
     while j > 0:
-        i = cut[j]; ms = order[i:j]
-        groups.append((min([max_shared[m] for m in ms] + adj[i:j - 1]), ms)); j = i
+        i = cut[j]
+        ms = order[i:j]
+        groups.append((min([max_shared[m] for m in ms] + adj[i:j - 1]), ms))
+        j = i
     return groups[::-1]
 
 # %% ../nbs/03_lm.ipynb #52bc916a
@@ -256,7 +262,8 @@ def weights_hash(model, n: int=16) -> str:
     import torch
     h = hashlib.sha256()
     for k, t in model.state_dict().items():
-        h.update(f'{k}{tuple(t.shape)}{t.dtype}'.encode()); h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
+        h.update(f'{k}{tuple(t.shape)}{t.dtype}'.encode())
+        h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
     return h.hexdigest()[:n]
 
 # %% ../nbs/03_lm.ipynb #0526095a
@@ -291,7 +298,10 @@ def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
     ids, seg, pos, ends = list(seqs[0][:shared]), [0] * shared, list(range(shared)), []
     for k, s in enumerate(seqs, 1):
         suffix = list(s[shared:])
-        ids += suffix; seg += [k] * len(suffix); pos += range(shared, len(s)); ends.append(len(ids))
+        ids += suffix
+        seg += [k] * len(suffix)
+        pos += range(shared, len(s))
+        ends.append(len(ids))
     return ids, seg, pos, ends
 
 def tree_mask(segments, dtype): # segments `[batch, width]`: 0 prefix, k member, -1 padding
@@ -317,7 +327,9 @@ def _rows(self: HFCausalLM, requests):
         if not cont: raise ValueError(f'empty continuation after tokenisation: {r!r:.120}')
         full = (ctx + cont)[-(self.max_length + 1):]
         key = (tuple(full), len(cont))
-        if key not in where: where[key] = len(rows); rows.append(_Row(full[:-1], cont))
+        if key not in where:
+            where[key] = len(rows)
+            rows.append(_Row(full[:-1], cont))
         index.append(where[key])
     return rows, index
 
@@ -343,7 +355,8 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
         width = len(rows[batch[0]].x)
         hidden = self._hidden(_pad([rows[i].x for i in batch], width, self.pad_id).to(self.device))
         for i, res in zip(batch, self._score(hidden, [(b, len(rows[i].x), rows[i]) for b, i in enumerate(batch)])): results[i] = res
-        self.counters['tokens_computed'] += sum(len(rows[i].x) for i in batch); self.counters['tokens_padded'] += width * len(batch)
+        self.counters['tokens_computed'] += sum(len(rows[i].x) for i in batch)
+        self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(batch))
 
 # %% ../nbs/03_lm.ipynb #1eed0040
@@ -359,7 +372,8 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
         hidden = self._hidden(ids.to(self.device), tree_mask(seg, self.model.dtype).to(self.device), pos.to(self.device))
         spots = [(b, end, rows[i]) for b, (pk, ms) in enumerate(batch) for end, i in zip(pk[3], ms)]
         for i, res in zip([i for _, ms in batch for i in ms], self._score(hidden, spots)): results[i] = res
-        self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch); self.counters['tokens_padded'] += width * len(batch)
+        self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)
+        self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(spots))
 
 # %% ../nbs/03_lm.ipynb #48238875
@@ -381,7 +395,8 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
     with torch.inference_mode(), tqdm(total=len(rows), disable=not show, file=sys.stderr, desc='hf loglikelihood') as pbar:
         self._run_packed(rows, [g for g in groups if g[0] > 0], results, pbar)
         self._run_plain(rows, [i for p, ms in groups if p == 0 for i in ms], results, pbar)
-    self.counters['requests'] += len(requests); self.counters['tokens_input'] += sum(len(r.x) for r in rows)
+    self.counters['requests'] += len(requests)
+    self.counters['tokens_input'] += sum(len(r.x) for r in rows)
     return [results[i] for i in index]
 
 # %% ../nbs/03_lm.ipynb #fb487755
@@ -518,7 +533,8 @@ def topk(self: HFMaskedLM, requests):
     with torch.inference_mode(): lp = self._mask_logprobs(seqs, [s.index(tok.mask_token_id) for s in seqs])
     out = []
     for row, r in zip(lp, requests):
-        v, t = row.topk(r.k); out.append([(tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t)])
+        v, t = row.topk(r.k)
+        out.append([(tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t)])
     self.counters['topk'] += len(requests)
     return out
 
@@ -533,10 +549,15 @@ def loglikelihood(self: HFMaskedLM, requests):
         enc = tok(ctx + cont, return_offsets_mapping=True, return_special_tokens_mask=True)
         js = [j for j, ((s, e), sp) in enumerate(zip(enc['offset_mapping'], enc['special_tokens_mask'])) if not sp and e > len(ctx)]
         if not js: raise ValueError(f'no continuation tokens in {r!r:.120}')
-        for j in js: seqs.append(enc['input_ids'][:j] + [tok.mask_token_id] + enc['input_ids'][j + 1:]); pos.append(j); owner.append((n, enc['input_ids'][j]))
+        for j in js:
+            seqs.append(enc['input_ids'][:j] + [tok.mask_token_id] + enc['input_ids'][j + 1:])
+            pos.append(j)
+            owner.append((n, enc['input_ids'][j]))
     with torch.inference_mode(): lp = self._mask_logprobs(seqs, pos)
     sums, greedy = [0.0] * len(requests), [True] * len(requests)
-    for row, (n, t) in zip(lp, owner): sums[n] += float(row[t]); greedy[n] &= int(row.argmax()) == t
+    for row, (n, t) in zip(lp, owner):
+        sums[n] += float(row[t])
+        greedy[n] &= int(row.argmax()) == t
     self.counters['loglikelihood'] += len(requests)
     return list(zip(sums, greedy))
 

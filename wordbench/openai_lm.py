@@ -58,7 +58,9 @@ def _retry(self: OpenAILM, fn, **kwargs):
     try: return r(fn, **kwargs)
     finally:
         n = r.statistics.get('attempt_number', 1)
-        with self._lock: self.counters['http_calls'] += n; self.counters['retries'] += n - 1
+        with self._lock:
+            self.counters['http_calls'] += n
+            self.counters['retries'] += n - 1
 
 @patch
 def _call(self: OpenAILM, fn, **kwargs):
@@ -72,7 +74,9 @@ def _call(self: OpenAILM, fn, **kwargs):
 def _fail(self: OpenAILM, error: str) -> LMFailure:
     "Log and count a failed request; the `LMFailure` that stands in for its result."
     fail = LMFailure(error=error)
-    with self._lock: self.failures.append(fail); self.counters['failures'] += 1
+    with self._lock:
+        self.failures.append(fail)
+        self.counters['failures'] += 1
     _log.warning('%s: request failed: %s', self.identity(), error)
     return fail
 
@@ -96,7 +100,8 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> str|LMFailure:
 @patch
 def generate(self: OpenAILM, requests) -> list:
     "Replies to `GenerateRequest`s, in order; a call that finally failed gives `LMFailure` in its place."
-    requests = list(requests); self.counters['generate'] += len(requests)
+    requests = list(requests)
+    self.counters['generate'] += len(requests)
     return self._map(self._chat, requests)
 
 # %% ../nbs/03b_openai.ipynb #f9993fe3
@@ -106,7 +111,11 @@ class LogprobAlignmentError(RuntimeError):
 @dataclass
 class EchoToken:
     "One echoed prompt token: its span in the prompt, log-prob (None for the first) and the best log-prob at that position."
-    start: int; end: int; text: str; logprob: float|None; best: float|None
+    start: int
+    end: int
+    text: str
+    logprob: float|None
+    best: float|None
 
 def _prompt_tokens(lp, # the `logprobs` of an echoed completion choice
                    prompt: str) -> list[EchoToken]:
@@ -118,7 +127,8 @@ def _prompt_tokens(lp, # the `logprobs` of an echoed completion choice
     for text, off, l, top in zip(lp.tokens, lp.text_offset, lp.token_logprobs, tops):
         if off >= len(prompt): break
         if off != pos: raise LogprobAlignmentError(f'token {text!r} has text_offset {off}, but the tokens before it end at {pos}')
-        toks.append(EchoToken(off, off + len(text), text, l, max(top.values()) if top else None)); pos += len(text)
+        toks.append(EchoToken(off, off + len(text), text, l, max(top.values()) if top else None))
+        pos += len(text)
     if ''.join(t.text for t in toks) != prompt: raise LogprobAlignmentError(f'the echoed tokens do not spell the prompt {prompt!r:.60}')
     return toks
 

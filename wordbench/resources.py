@@ -150,8 +150,10 @@ def materialise_local_model(name: str) -> Path:
         model = AutoModelForCausalLM.from_pretrained(g.parent, gguf_file=g.name, dtype=torch.float32)
         model.hf_quantizer, model.is_quantized = None, False   # weights are now plain fp32 tensors
         if hasattr(model.config, 'quantization_config'): del model.config.quantization_config
-        tmp = dest.with_name(dest.name + '.tmp'); shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp); tok.save_pretrained(tmp)
+        tmp = dest.with_name(dest.name + '.tmp')
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
         (tmp/'wordbench.json').write_text(json.dumps({'name': name, 'dist': m.dist, 'version': package_version(m.dist),
                                                        'gguf': g.name, 'gguf_sha256': file_sha256(g, 64), 'source': m.source}, indent=1))
         os.replace(tmp, dest)

@@ -22,7 +22,8 @@ def bootstrap_ci(values, # numbers (NaN are dropped)
                  seed: int=0, # resampling seed
                  key=()) -> tuple[float, float, float]: # extra seed material (e.g. a group name)
     "`(mean, low, high)`: the mean of `values` and its percentile bootstrap interval."
-    x = np.asarray(values, dtype=float); x = x[~np.isnan(x)]
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
     if len(x) == 0: return (np.nan, np.nan, np.nan)
     means = x[_rng(seed, *np.atleast_1d(key).tolist()).integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
     lo, hi = np.quantile(means, [(1 - ci) / 2, (1 + ci) / 2])

@@ -326,7 +326,9 @@ def assign_roots(needs: list[tuple[str, tuple]], # per pair: (template, the Penn
         ok = [w for w, has in zip(pool.word, pool[list(tags)].notna().all(axis=1)) if has]
         prefs = seeded_rng('winodict-root', seed, bucket, template).sample(ok, len(ok))
         free = [w for w in prefs if w not in used] or prefs
-        if free: roots[i] = free[0]; used.add(free[0])
+        if free:
+            roots[i] = free[0]
+            used.add(free[0])
         if len(used) >= len(pool): used.clear()   # every word taken: start reusing
     return roots
 
@@ -401,7 +403,9 @@ def analyse_pairs(pairs: list[tuple[dict, dict]], # from `pair_twins`
     found, dropped, jobs, kept = [], [], [], []
     for a, b in pairs:
         try: kc = key_concept(a['sentence'], b['sentence'])
-        except Dropped as d: dropped += [drop_record(it, d.reason, d.detail) for it in (a, b)]; continue
+        except Dropped as d:
+            dropped += [drop_record(it, d.reason, d.detail) for it in (a, b)]
+            continue
         found.append(((a, b), kc))
         for it, (s, e) in zip((a, b), kc.spans):
             jobs.append((*fill_blank(it['sentence'], it['option1' if it['label'] == 0 else 'option2'], s), e - s))
@@ -477,15 +481,24 @@ def build_winodict(out_dir=None, # folder for winodict.jsonl, dropped.jsonl, rep
                    words_seed: int=1, n_draws: int=3000) -> dict:
     "Build WinoDict from the chosen sources into `out_dir`; returns the report."
     nlp, wn = spacy_pipeline(), wordnet()
-    if words is None: from wordbench.words import synthetic_words; words = synthetic_words(words_seed, n_draws)
+    if words is None:
+        from wordbench.words import synthetic_words
+        words = synthetic_words(words_seed, n_draws)
     items, dropped, sources = [], [], []
     for fmt, path in chosen_sources(winogrande, wsc):
-        its, bad, prov = source_items(fmt, path, nlp); items += its; dropped += bad; sources.append(prov)
-    pairs, bad = pair_twins(items); dropped += bad
-    kept, bad = analyse_pairs(pairs, nlp, wn, tags=[c for c in words.columns if c not in ('word', 'score', 'bucket')]); dropped += bad
-    records, bad = winodict_records(kept, words, seed); dropped += bad
+        its, bad, prov = source_items(fmt, path, nlp)
+        items += its
+        dropped += bad
+        sources.append(prov)
+    pairs, bad = pair_twins(items)
+    dropped += bad
+    kept, bad = analyse_pairs(pairs, nlp, wn, tags=[c for c in words.columns if c not in ('word', 'score', 'bucket')])
+    dropped += bad
+    records, bad = winodict_records(kept, words, seed)
+    dropped += bad
     report = winodict_report(records, dropped, sources, seed)
     out = Path(out_dir) if out_dir is not None else project_root()/'data'/'winodict'
-    write_jsonl(records, out/'winodict.jsonl'); write_jsonl(dropped, out/'dropped.jsonl')
+    write_jsonl(records, out/'winodict.jsonl')
+    write_jsonl(dropped, out/'dropped.jsonl')
     (out/'report.json').write_text(json.dumps(report, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
     return report

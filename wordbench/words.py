@@ -75,7 +75,9 @@ def letter_model(lists: tuple=('web2',), # `english-words` lists the model is tr
     path = cache_dir('words')/f"letters{order}_{'+'.join(lists)}_{stable_hash(words)[:12]}.json"
     if path.exists(): return load_letter_model(path)
     model = train_letter_model(words, order)
-    tmp = path.with_name(path.name + f'.{os.getpid()}.tmp'); save_letter_model(model, tmp); os.replace(tmp, path)
+    tmp = path.with_name(path.name + f'.{os.getpid()}.tmp')
+    save_letter_model(model, tmp)
+    os.replace(tmp, path)
     return model
 
 # %% ../nbs/04_words.ipynb #d1eaff41
@@ -96,7 +98,9 @@ def score_word(model: LetterModel, word: str, # a lower-case word
 def _cumulative(model: LetterModel, context: tuple) -> tuple[list, list]:
     symbols = sorted(model.counts[context])
     cum, n = [], 0
-    for s in symbols: n += model.counts[context][s]; cum.append(n)
+    for s in symbols:
+        n += model.counts[context][s]
+        cum.append(n)
     return symbols, cum
 
 def sample_word(model: LetterModel, rng, # a `random.Random`
@@ -107,7 +111,8 @@ def sample_word(model: LetterModel, rng, # a `random.Random`
         symbols, cum = _cumulative(model, context)
         s = symbols[bisect.bisect_right(cum, rng.random() * cum[-1])]
         if s == EOS: break
-        letters.append(s); context = context[1:] + (s,)
+        letters.append(s)
+        context = context[1:] + (s,)
     return ''.join(letters)
 
 # %% ../nbs/04_words.ipynb #31ad91fe
@@ -197,7 +202,9 @@ def learned_rules(context: int=3, min_suffix: int=2, min_count: int=2) -> dict[s
     path = cache_dir('words')/f'suffix_rules_{key}.json'
     if path.exists(): return json.loads(path.read_text())
     rules = {t: learn_suffix_rules(p, context, min_suffix, min_count) for t, p in inflection_pairs().items()}
-    tmp = path.with_name(path.name + f'.{os.getpid()}.tmp'); tmp.write_text(json.dumps(rules, sort_keys=True)); os.replace(tmp, path)
+    tmp = path.with_name(path.name + f'.{os.getpid()}.tmp')
+    tmp.write_text(json.dumps(rules, sort_keys=True))
+    os.replace(tmp, path)
     return json.loads(path.read_text())
 
 # %% ../nbs/04_words.ipynb #90c09989
@@ -269,7 +276,8 @@ def score_conventions(model: LetterModel, released: pd.DataFrame # columns word,
         for last in (False, True):
             for end in (False, True):
                 s = released.word.map(lambda w: score_word(model, w, count_last=last, count_end=end, pad_start=pad))
-                ok = s > -math.inf; d = (s - released.score)[ok]
+                ok = s > -math.inf
+                d = (s - released.score)[ok]
                 rows.append(dict(pad_start=pad, count_last=last, count_end=end, finite=int(ok.sum()), n=len(s),
                                  pearson=s[ok].corr(released.score[ok]), spearman=s[ok].corr(released.score[ok], method='spearman'),
                                  mean_abs_diff=d.abs().mean(), within_1_bit=(d.abs() < 1).mean()))
