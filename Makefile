@@ -11,32 +11,28 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: figures data results benchmark test test-env setup env resources wordnet-system doctor check-sync lock
 
-# The default evaluation (what `make figures` runs; override on the command line, e.g.
-# `make figures MODELS="smollm2-135m my-org/my-model"`). Scores are cached, so a rerun
-# only computes what is new, and results are merged into data/results/.
-# CPU-sized defaults: 80 of the 244 twin pairs (a stable hash sample), few-shot and strategy
-# grids on one word set, zero-shot on all five; the 21-strategy grid (Table 3) for the first
-# model only. Measured on a fresh clone with 2 cores: 22.5 min for smollm2-135m, 22 min for gemma3-270m
-# (README.md has the whole main job: 50 min 43 s and 54 min 8 s on two fresh runs, 2 min 30 s and 2 min 49 s warm).
+# The default evaluation (what `make figures` runs). Each registered task names its grids as data
+# (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
+# Tasks that also have a `$(GRID)-strategies` grid (WinoDict's Table 3: 21 prompt strategies) run it for
+# STRATEGY_MODELS only. Responses are cached, so a rerun computes only what is new, and rows are merged
+# into data/results/. Override on the command line, e.g. `make figures MODELS="smollm2-135m my-org/my-model"`.
 MODELS ?= smollm2-135m gemma3-270m
 STRATEGY_MODELS ?= smollm2-135m
-PAIRS ?= 80
-FEW_SHOT_BUCKETS ?= prob3_of_5
+GRID ?= cpu
 EVAL ?= $(BIN)/wordbench eval
 EVAL_OPTS ?= --batch-size 8
 
 figures: setup data results       ## the main job: build datasets, evaluate (cached), regenerate figures/
-	$(BIN)/wordbench regenerate --models $(MODELS) --strategy-models $(STRATEGY_MODELS)
+	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
 
-data: env                          ## datasets derived from the raw inputs (deterministic)
+data: env                          ## datasets derived from the raw inputs (every builder the main job runs; deterministic)
 	$(BIN)/wordbench doctor --strict
-	$(BIN)/wordbench build winodict
+	for b in $$($(BIN)/wordbench list builders --main); do $(BIN)/wordbench build $$b; done
 
-results: env                       ## the default evaluation grid, cached and resumable
-	$(EVAL) winodict --model $(MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 0 --seeds 0 --strategies def_suffix original_empty
-	$(EVAL) winodict --model $(MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 1 5 --seeds 0 1 2 --strategies def_suffix original_empty --buckets $(FEW_SHOT_BUCKETS)
-	$(EVAL) foreign --model $(MODELS) $(EVAL_OPTS) --shots 0 1 5 --seeds 0 1 2 --buckets $(FEW_SHOT_BUCKETS)
-	$(EVAL) winodict --model $(STRATEGY_MODELS) $(EVAL_OPTS) --pairs $(PAIRS) --shots 0 --seeds 0 --strategies all --buckets $(FEW_SHOT_BUCKETS)
+results: env                       ## every registered task's $(GRID) grid, cached and resumable
+	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)); do $(EVAL) $$t --grid $(GRID) --model $(MODELS) $(EVAL_OPTS); done
+	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do \
+	  $(EVAL) $$t --grid $(GRID)-strategies --model $(STRATEGY_MODELS) $(EVAL_OPTS); done
 
 benchmark: env                     ## model-layer speed and exactness vs lm-eval (figures/lm_benchmark.*)
 	$(BIN)/wordbench regenerate lm_benchmark

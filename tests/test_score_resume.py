@@ -9,7 +9,7 @@ WORDBENCH = Path(sys.executable).parent/'wordbench'
 def run_scoring(tmp, delay):
     "`wordbench score` on the dummy backend (slowed by `delay` seconds a request), cached in `tmp`."
     cmd = [WORDBENCH, 'score', '--backend', 'dummy', '--model', 'resume-test', '--backend-arg', f'delay={delay}',
-           '--input', tmp/'in.jsonl', '--output', tmp/'out.jsonl', '--cache', tmp/'cache.sqlite', '--batch-size', '100', '--chunk-size', '50']
+           '--input', tmp/'in.jsonl', '--output', tmp/'out.jsonl', '--cache', tmp/'cache.sqlite', '--requests-per-call', '100', '--chunk-size', '50']
     return subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True, env={**os.environ, 'WORDBENCH_CACHE': str(tmp/'wbcache')})
 
 

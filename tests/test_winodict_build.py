@@ -5,7 +5,7 @@ import pytest
 from wordbench.core import project_root
 
 FILES = ('winodict.jsonl', 'dropped.jsonl', 'report.json')
-BUILD = 'import sys; from wordbench.winodict import build_winodict; build_winodict(sys.argv[1], seed=1)'
+BUILD = 'import sys; from wordbench.winodict.build import build_winodict; build_winodict(sys.argv[1], seed=1)'
 
 
 @pytest.fixture(scope='module')
@@ -44,7 +44,7 @@ def test_full_build_is_near_the_papers_table_1(two_full_builds):
 
 
 def test_committed_data_is_a_fresh_build(two_full_builds):
-    "data/winodict/ is what the build makes today; regenerate with `python -c 'from wordbench.winodict import build_winodict; build_winodict()'`."
+    "data/winodict/ is what the build makes today; regenerate with `wordbench build winodict`."
     committed = project_root()/'data'/'winodict'
     for f in FILES: assert (committed/f).read_bytes() == (two_full_builds[0]/f).read_bytes(), f'{f} is stale'
 
@@ -58,7 +58,7 @@ USER_ROWS = [
 
 
 def _build(out, **sources):
-    from wordbench.winodict import build_winodict
+    from wordbench.winodict.build import build_winodict
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')   # the lenient loaders warn about the rows they skip
         return build_winodict(out, **sources)

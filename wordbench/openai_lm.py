@@ -98,7 +98,7 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> str|LMFailure:
     return out if isinstance(out, LMFailure) else (out.choices[0].message.content or '')
 
 @patch
-def generate(self: OpenAILM, requests) -> list:
+def generate(self: OpenAILM, requests, progress=None) -> list:
     "Replies to `GenerateRequest`s, in order; a call that finally failed gives `LMFailure` in its place."
     requests = list(requests)
     self.counters['generate'] += len(requests)
@@ -213,7 +213,7 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
     return sum(t.logprob for t in toks), all(t.best is not None and t.logprob >= t.best - 1e-6 for t in toks)
 
 @patch
-def loglikelihood(self: OpenAILM, requests) -> list:
+def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
     "`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`); raises `LogprobAlignmentError` on a misaligned server."
     requests = list(requests)
     if any(not r.context for r in requests): raise ValueError('loglikelihood needs a non-empty context: the first token has no log-prob')
@@ -232,9 +232,8 @@ def _top(self: OpenAILM, r: TopKRequest):
     return [(t.strip(), l) for t, l in sorted(top.items(), key=lambda x: -x[1])[:r.k]]
 
 @patch
-def topk(self: OpenAILM, requests) -> list:
-    "Top-k next tokens per `TopKRequest` (or `LMFailure`); raises `LogprobAlignmentError` on a misaligned server."
+def topk(self: OpenAILM, requests, progress=None) -> list:
+    "Top-k next tokens per `TopKRequest` (or `LMFailure`), from the generation path."
     requests = list(requests)
-    if requests: self._require_alignment()
     self.counters['topk'] += len(requests)
     return self._map(self._top, requests)

