@@ -1,6 +1,6 @@
 "End to end: the `openai` backend against a real OpenAI-compatible server (llama-cpp-python serving SmolLM2-135M)."
 import pytest
-from wordbench.lm import get_lm, GenerateRequest, LoglikelihoodRequest, TopKRequest
+from wordbench.lm import get_lm, GenerateRequest, Generation, LoglikelihoodRequest, TopKRequest
 from wordbench.openai_lm import OpenAILM, LogprobAlignmentError
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def test_generate(lm):
     reqs = [GenerateRequest(messages=(('user', 'Name a colour.'),), max_tokens=12, seed=1),
             GenerateRequest(messages=(('system', 'Answer in one word.'), ('user', 'What is 2+2?')), max_tokens=8, seed=2)]
     out = lm.generate(reqs)
-    assert all(isinstance(o, str) and o.strip() for o in out), out
+    assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('stop', 'length') for o in out), out
     assert lm.failures == []
 
 def test_echo_logprobs_refused(lm):

@@ -12,10 +12,14 @@ from fastcore.basics import patch
 from .core import stable_hash, Registry
 
 # %% auto #0
-__all__ = ['BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'LMFailure', 'LM',
-           'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
+__all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'Generation',
+           'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
+CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
+
+# %% [code]
+#| export
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     "Score `continuation` given `context` (trailing whitespace of the context is moved onto the continuation)."
@@ -32,15 +36,28 @@ class TopKRequest:
 # %% ../nbs/03_lm.ipynb #e5d3a40c
 @dataclass(frozen=True)
 class GenerateRequest:
-    "A chat completion: `messages` is a tuple of `(role, content)` pairs."
-    messages: tuple          # e.g. (('system', '...'), ('user', '...'))
+    "A completion of chat `messages` (through the model's chat template) or of a raw `prompt` (plain continuation)."
+    messages: tuple = ()     # `(role, content)` pairs, e.g. (('system', '...'), ('user', '...')); empty with `prompt`
     max_tokens: int = 256    # new tokens at most
     temperature: float = 0.0 # 0 means greedy decoding
     top_p: float = 1.0       # nucleus sampling mass (sampling only)
     seed: int = 0            # sampling seed; part of the cache key
     stop: tuple = ()         # strings that end the completion (not included in it)
+    prompt: str|None = None  # raw text to continue, for base models and dataset generation (then no `messages`)
+    def __post_init__(self):
+        if (self.prompt is None) == (not self.messages): raise ValueError('a GenerateRequest needs messages or a prompt, not both')
+        bad = [m for m in self.messages if not (isinstance(m, tuple) and len(m) == 2 and m[0] in CHAT_ROLES)]
+        if bad: raise ValueError(f'messages must be (role, content) pairs with a role in {CHAT_ROLES}; got {bad[0]!r:.80}')
 
 # %% ../nbs/03_lm.ipynb #a9e47fbc
+@dataclass(frozen=True)
+class Generation:
+    "What a generation request produced, and how it ended."
+    text: str                  # the completion, cut before the first stop string
+    finish_reason: str         # 'stop' (a stop string), 'eos' (the model ended it) or 'length' (`max_tokens` reached)
+    prompt_tokens: int = 0     # tokens in the prompt as the model saw it
+    completion_tokens: int = 0 # tokens generated (up to and including what a stop string cut off)
+
 @dataclass(frozen=True)
 class LMFailure:
     "Returned in place of a result when a call finally failed; never cached, never scored."
@@ -151,7 +168,13 @@ def topk(self: DummyLM, requests, progress=None):
 # %% ../nbs/03_lm.ipynb #d83577d7
 @patch
 def generate(self: DummyLM, requests, progress=None):
-    "A short hashed string that depends on every request field (seed included)."
+    "A short hashed text that depends on every request field (seed included); words stand in for tokens."
     self._start('generate', requests)
-    return [LMFailure('dummy failure') if self._failed(str(r.messages)) else f"dummy answer {stable_hash(self.model, repr(r))[:8]}"
-            for r in requests]
+    def one(r):
+        text = f"dummy answer {stable_hash(self.model, repr(r))[:8]}"
+        n_prompt = len((r.prompt if r.prompt is not None else ' '.join(c for _, c in r.messages)).split())
+        cuts = [text.find(s) for s in r.stop if s and s in text]
+        if cuts: return Generation(text[:min(cuts)], 'stop', n_prompt, len(text[:min(cuts)].split()) + 1)
+        if r.max_tokens < 3: return Generation(' '.join(text.split()[:r.max_tokens]), 'length', n_prompt, r.max_tokens)
+        return Generation(text, 'eos', n_prompt, 3)
+    return [LMFailure('dummy failure') if self._failed(str(r.messages) + (r.prompt or '')) else one(r) for r in requests]

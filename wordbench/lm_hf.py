@@ -8,7 +8,7 @@ import os, sys, copy, hashlib, warnings
 from dataclasses import dataclass
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, register_backend
+from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, Generation, register_backend
 
 # %% auto #0
 __all__ = ['HF_DTYPES', 'BF16_RECHECK_MARGIN', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
@@ -318,9 +318,10 @@ def topk(self: HFCausalLM, requests, progress: bool|None=None):
 
 # %% ../nbs/03c_lm_hf.ipynb #f830cec6
 @patch
-def _prompt_ids(self: HFCausalLM, messages) -> list[int]:
-    "Token ids of a chat prompt."
-    tok = self.tokenizer
+def _prompt_ids(self: HFCausalLM, r: GenerateRequest) -> list[int]:
+    "Token ids of a request's prompt: the raw `prompt`, or the `messages` through the chat template."
+    tok, messages = self.tokenizer, r.messages
+    if r.prompt is not None: return encode_text(tok, r.prompt)
     if getattr(tok, 'chat_template', None):
         text = tok.apply_chat_template([{'role': r, 'content': c} for r, c in messages], add_generation_prompt=True, tokenize=False)
         return tok.encode(text, add_special_tokens=False)
@@ -334,19 +335,23 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
 # %% ../nbs/03c_lm_hf.ipynb #92ff786d
 @patch
 def generate(self: HFCausalLM, requests, progress: bool|None=None):
-    "Completion text per request (greedy at temperature 0, else seeded sampling)."
+    "A `Generation` per request (greedy at temperature 0, else seeded sampling)."
     import torch
     from transformers import GenerationConfig
     from tqdm.auto import tqdm
     out = []
     eos = self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id
     for r in tqdm(requests, disable=not (progress if progress is not None else len(requests) >= 32), file=sys.stderr, desc='hf generate'):
-        ids = torch.tensor([self._prompt_ids(r.messages)], device=self.device)
+        ids = torch.tensor([self._prompt_ids(r)], device=self.device)
         cfg = GenerationConfig(max_new_tokens=r.max_tokens, do_sample=r.temperature > 0, pad_token_id=self.pad_id, eos_token_id=eos,
                                stop_strings=list(r.stop) or None, **(dict(temperature=r.temperature, top_p=r.top_p, top_k=0) if r.temperature > 0 else {}))
         with torch.inference_mode(), torch.random.fork_rng(devices=[]), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             torch.manual_seed(r.seed)
             new = self.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=cfg, tokenizer=self.tokenizer)[0, ids.shape[1]:]
-        out.append(cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), r.stop))
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        cut = cut_at_stop(text, r.stop)
+        ended = len(new) and int(new[-1]) in (eos if isinstance(eos, list) else [eos])
+        reason = 'stop' if cut != text else ('eos' if ended else 'length')
+        out.append(Generation(cut, reason, ids.shape[1], len(new)))
         self.counters['generate'] += 1
     return out

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception_type, wait_exponential, stop_after_attempt
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, register_backend
+from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, Generation, register_backend
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken']
@@ -89,13 +89,17 @@ def _map(self: OpenAILM, fn, requests) -> list:
 
 # %% ../nbs/03b_openai.ipynb #e11b6e1e
 @patch
-def _chat(self: OpenAILM, r: GenerateRequest) -> str|LMFailure:
-    "One chat completion; the reply text or `LMFailure`."
-    kw = dict(model=self.model, messages=[{'role': role, 'content': text} for role, text in r.messages],
-              max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
+def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
+    "One completion: chat messages through `/chat/completions`, a raw prompt through `/completions`."
+    kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
-    out = self._call(self.client.chat.completions.create, **kw)
-    return out if isinstance(out, LMFailure) else (out.choices[0].message.content or '')
+    if r.prompt is not None: out = self._call(self.client.completions.create, prompt=r.prompt, **kw)
+    else: out = self._call(self.client.chat.completions.create, messages=[{'role': a, 'content': t} for a, t in r.messages], **kw)
+    if isinstance(out, LMFailure): return out
+    choice, usage = out.choices[0], getattr(out, 'usage', None)
+    text = (choice.text if r.prompt is not None else choice.message.content) or ''
+    reason = {'stop': 'stop', 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
+    return Generation(text, reason, getattr(usage, 'prompt_tokens', 0) or 0, getattr(usage, 'completion_tokens', 0) or 0)
 
 @patch
 def generate(self: OpenAILM, requests, progress=None) -> list:
