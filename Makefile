@@ -34,8 +34,8 @@ results: env                       ## every registered task's $(GRID) grid, cach
 	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do \
 	  $(EVAL) $$t --grid $(GRID)-strategies --model $(STRATEGY_MODELS) $(EVAL_OPTS); done
 
-benchmark: env                     ## model-layer speed and exactness vs lm-eval (figures/lm_benchmark.*)
-	$(BIN)/wordbench regenerate lm_benchmark
+benchmark: env test-env            ## model-layer speed and exactness: scoring vs lm-eval, generation vs lm-eval and llama.cpp
+	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark
 
 test: setup test-env               ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 from fastcore.basics import patch
 from .core import cache_dir, stable_hash
-from .lm import LM, LMFailure, Generation
+from .lm import LM, LMFailure, Generation, TopK
 
 # %% auto #0
 __all__ = ['SCHEMA', 'request_key', 'decode_result', 'default_cache_path', 'connect', 'CachedLM']
@@ -26,7 +26,7 @@ def request_key(lm: LM, # the backend that computes the result
 def decode_result(method: str, value):
     "A stored JSON value back in the shape `method` returns."
     if method == 'loglikelihood': return (float(value[0]), bool(value[1]))
-    if method == 'topk': return [(str(w), float(lp)) for w, lp in value]
+    if method == 'topk': return TopK(tuple((str(w), float(lp)) for w, lp in value['words']), tuple(map(tuple, value['targets'])))
     if method == 'generate': return Generation(**value) if isinstance(value, dict) else Generation(str(value), 'unknown')
     return value
 
@@ -89,7 +89,7 @@ def lookup(self: CachedLM, keys: Sequence[str]) -> dict:
 def store(self: CachedLM, method: str, items) -> int:
     "Save `(key, request, result)` items in one transaction, skipping `LMFailure`s; returns rows written."
     rows = [(k, self.backend, self.identity(), method, json.dumps(asdict(r)),
-             json.dumps(asdict(res) if isinstance(res, Generation) else res), time.time())
+             json.dumps(asdict(res) if isinstance(res, (Generation, TopK)) else res), time.time())
             for k, r, res in items if not isinstance(res, LMFailure)]
     if not rows: return 0
     con = self.con
@@ -120,7 +120,7 @@ def _call(self: CachedLM, method: str, requests: Sequence, progress: bool|None=N
         self.store(method, [(k, r, res) for (k, r), res in zip(chunk, results)])
         for (k, _), res in zip(chunk, results):
             if isinstance(res, LMFailure): failed[k] = res
-            else: found[k] = json.loads(json.dumps(asdict(res) if isinstance(res, Generation) else res))
+            else: found[k] = json.loads(json.dumps(asdict(res) if isinstance(res, (Generation, TopK)) else res))
     self.last = {'computed': len(todo), 'cached': hits, 'failed': len(failed)}
     for k, v in self.last.items(): self.counters[k] += v
     return [failed[k] if k in failed else decode_result(method, found[k]) for k in keys]

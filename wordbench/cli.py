@@ -56,6 +56,8 @@ def load_systems() -> list[str]:
 register_analysis(Analysis('raw_sources', 'rows, skips and content hash of every raw input'))
 register_analysis(Analysis('lm_benchmark', 'hf backend vs lm-eval HFLM: throughput, max |Δ logprob|, decision agreement, '
                            'tokens computed', main=False))
+register_analysis(Analysis('lm_generation_benchmark', 'hf generation engine vs one-at-a-time decoding, lm-eval generate_until '
+                           'and llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False))
 
 # %% ../nbs/90_cli.ipynb #9b669c06
 def _path_names() -> dict:

@@ -12,8 +12,8 @@ from fastcore.basics import patch
 from .core import stable_hash, Registry
 
 # %% auto #0
-__all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'Generation',
-           'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
+__all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'TopK',
+           'Generation', 'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
@@ -30,8 +30,9 @@ class LoglikelihoodRequest:
 @dataclass(frozen=True)
 class TopKRequest:
     "The `k` most likely words: after `context` (causal LMs) or at the `[MASK]` placeholder in it (masked LMs)."
-    context: str  # causal: text before the blank, no trailing space; masked: text containing '[MASK]' once
-    k: int = 10   # how many words to return
+    context: str       # causal: text before the blank, no trailing space; masked: text containing '[MASK]' once
+    k: int = 10        # how many words to return
+    targets: tuple = () # words whose rank and log-prob to report too (e.g. the expected completion)
 
 # %% ../nbs/03_lm.ipynb #e5d3a40c
 @dataclass(frozen=True)
@@ -50,6 +51,13 @@ class GenerateRequest:
         if bad: raise ValueError(f'messages must be (role, content) pairs with a role in {CHAT_ROLES}; got {bad[0]!r:.80}')
 
 # %% ../nbs/03_lm.ipynb #a9e47fbc
+@dataclass(frozen=True)
+class TopK:
+    "The most likely next (or masked) tokens and where the requested targets stand among all of them."
+    words: tuple        # `(token, logprob)` pairs, most likely first; tokens decoded and stripped of spaces
+    targets: tuple = () # per target `(target, rank, logprob, n_tokens)`: its first token's rank (1 = most likely;
+                        # None if the backend cannot tell) and log-prob, and how many tokens the whole word takes
+
 @dataclass(frozen=True)
 class Generation:
     "What a generation request produced, and how it ended."
@@ -158,11 +166,15 @@ def loglikelihood(self: DummyLM, requests, progress=None):
 # %% ../nbs/03_lm.ipynb #10417d99
 @patch
 def topk(self: DummyLM, requests, progress=None):
-    "`k` words of `WORDS` (cycled) with decreasing hashed log-probs."
+    "`k` words of `WORDS` (cycled) with decreasing hashed log-probs; a target outside `WORDS` ranks after all of them."
     self._start('topk', requests)
     def one(r):
         start, n = int(self._u(r.context) * len(self.WORDS)), len(self.WORDS)
-        return [(self.WORDS[(start + i) % n] + ('' if i < n else str(i)), -1.0 - i - self._u(r.context, i)) for i in range(r.k)]
+        ranked = [self.WORDS[(start + i) % n] for i in range(n)]
+        lp = lambda i: -1.0 - i - self._u(r.context, i)
+        words = tuple((ranked[i % n] + ('' if i < n else str(i)), lp(i)) for i in range(r.k))
+        rank = lambda t: ranked.index(t) + 1 if t in ranked else n + 1
+        return TopK(words, tuple((t, rank(t), lp(rank(t) - 1), 1) for t in r.targets))
     return [LMFailure('dummy failure') if self._failed(r.context) else one(r) for r in requests]
 
 # %% ../nbs/03_lm.ipynb #d83577d7

@@ -8,7 +8,7 @@ import os, sys, copy, hashlib, warnings
 from dataclasses import dataclass
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, Generation, register_backend
+from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation, register_backend
 
 # %% auto #0
 __all__ = ['HF_DTYPES', 'BF16_RECHECK_MARGIN', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
@@ -300,9 +300,14 @@ def exact(self: HFCausalLM) -> HFCausalLM|None:
     return self._exact
 
 # %% ../nbs/03c_lm_hf.ipynb #bb805c36
+def _target_rank(logprobs, target: str, ids: list[int]) -> tuple:
+    "`(target, rank, logprob, n_tokens)` of a target's first token `ids[0]` in a log-prob vector."
+    lp = float(logprobs[ids[0]])
+    return (target, int((logprobs > lp).sum()) + 1, lp, len(ids))
+
 @patch
 def topk(self: HFCausalLM, requests, progress: bool|None=None):
-    "Per request, `k` pairs `(word, logprob)` for the next token, most likely first."
+    "Per request, a `TopK`: `k` pairs `(word, logprob)` for the next token, most likely first, and the targets."
     import torch
     ids = [encode_text(self.tokenizer, r.context)[-self.max_length:] if r.context else [prefix_token_id(self.tokenizer)] for r in requests]
     out = [None] * len(requests)
@@ -312,7 +317,9 @@ def topk(self: HFCausalLM, requests, progress: bool|None=None):
             lp = self._logprobs(hidden[torch.arange(len(batch)), torch.tensor([len(ids[i]) - 1 for i in batch])])
             for row, i in zip(lp, batch):
                 v, t = row.topk(requests[i].k)
-                out[i] = [(self.tokenizer.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t)]
+                words = tuple((self.tokenizer.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
+                out[i] = TopK(words, tuple(_target_rank(row, w, self.tokenizer.encode(' ' + w, add_special_tokens=False))
+                                           for w in requests[i].targets))
     self.counters['topk'] += len(requests)
     return out
 

@@ -5,8 +5,8 @@
 # %% ../nbs/03d_lm_mlm.ipynb #430cb3df
 from __future__ import annotations
 from fastcore.basics import patch
-from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest
-from .lm_hf import weights_hash, move_trailing_space, _pad, _chunks
+from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest, TopK
+from .lm_hf import weights_hash, move_trailing_space, _pad, _chunks, _target_rank
 
 # %% auto #0
 __all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM']
@@ -61,7 +61,7 @@ def _mask_logprobs(self: HFMaskedLM, seqs, positions):
 # %% ../nbs/03d_lm_mlm.ipynb #c2daf1f3
 @patch
 def topk(self: HFMaskedLM, requests):
-    "Per request, `k` pairs `(word, logprob)` at the mask, most likely first."
+    "Per request, a `TopK`: `k` pairs `(word, logprob)` at the mask, most likely first, and the targets."
     import torch
     tok = self.tokenizer
     seqs = [tok.encode(fill_mask_placeholder(r.context, tok.mask_token)) for r in requests]
@@ -69,7 +69,8 @@ def topk(self: HFMaskedLM, requests):
     out = []
     for row, r in zip(lp, requests):
         v, t = row.topk(r.k)
-        out.append([(tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t)])
+        words = tuple((tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
+        out.append(TopK(words, tuple(_target_rank(row, w, tok.encode(w, add_special_tokens=False)) for w in r.targets)))
     self.counters['topk'] += len(requests)
     return out
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception_type, wait_exponential, stop_after_attempt
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, GenerateRequest, Generation, register_backend
+from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation, register_backend
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken']
@@ -228,12 +228,14 @@ def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
 # %% ../nbs/03b_openai.ipynb #1bff7299
 @patch
 def _top(self: OpenAILM, r: TopKRequest):
-    "Top-`r.k` `(word, logprob)` pairs after `r.context` (tokens stripped of spaces), best first, or `LMFailure`."
+    "A `TopK` of `r.k` `(word, logprob)` pairs after `r.context` (stripped of spaces), or `LMFailure`; targets ranked within them."
     out = self._call(self.client.completions.create, model=self.model, prompt=r.context, max_tokens=1, logprobs=r.k, temperature=0.0)
     if isinstance(out, LMFailure): return out
     lp = out.choices[0].logprobs
     top = dict(lp.top_logprobs[0]) if lp and lp.top_logprobs and lp.top_logprobs[0] else {}
-    return [(t.strip(), l) for t, l in sorted(top.items(), key=lambda x: -x[1])[:r.k]]
+    words = tuple((t.strip(), l) for t, l in sorted(top.items(), key=lambda x: -x[1])[:r.k])
+    ranks = {w: i + 1 for i, (w, _) in reversed(list(enumerate(words)))}
+    return TopK(words, tuple((t, ranks.get(t), dict(words).get(t), None) for t in r.targets))  # beyond the top k: unknown
 
 @patch
 def topk(self: OpenAILM, requests, progress=None) -> list:
