@@ -64,5 +64,6 @@ def score_choices(lm: LM, # any backend, ideally a `CachedLM`
     if close:
         fixed = distinct_scores(exact, [r for i in close for r in choices[i]], progress)
         for i in close: after[i] = [fixed[r] for r in choices[i]]
-        log.info(f're-scored {len(close):,} of {len(choices):,} decisions closer than {margin:g} nats with {exact.identity()}')
+        log.info(f're-scored {len(close):,} of {len(choices):,} decisions closer than {margin:g} nats '
+                 f'with {exact.identity()}')
     return ChoiceScores(after, before, close)

@@ -27,14 +27,15 @@ def project_root() -> Path:
     return pkg_parent
 
 # %% ../nbs/00_core.ipynb #c9a951a4
+RAW_DATA_FIX = 'set WORDBENCH_DATA to the raw data folder, or place it at ../shared/data beside the checkout'
+
+# %% ../nbs/00_core.ipynb #17646f20
 def raw_root() -> Path:
     "Root of the raw, read-only input data: `WORDBENCH_DATA` if set, else `../shared/data` beside the checkout."
     env = os.environ.get('WORDBENCH_DATA')
     return Path(env).expanduser().resolve() if env else (project_root().parent/'shared'/'data').resolve()
 
 # %% ../nbs/00_core.ipynb #5f0c6b21
-RAW_DATA_FIX = 'set WORDBENCH_DATA to the raw data folder, or place it at ../shared/data beside the checkout'
-
 def raw_path(*parts: str) -> Path:
     "Path to a raw input file, with a clear error naming the fix when it is missing."
     p = raw_root().joinpath(*parts)

@@ -53,7 +53,8 @@ def read_csv_rows(path, # a CSV file with a header line (a UTF-8 BOM is allowed)
             except csv.Error as e: raise DataError(f'unreadable CSV ({e})', path, reader.line_num)
             line, start = start, reader.line_num + 1
             if not any(c.strip() for c in rec): continue
-            if len(rec) != len(header): skips.handle(DataError(f'expected {len(header)} fields, got {len(rec)}', path, line))
+            if len(rec) != len(header):
+                skips.handle(DataError(f'expected {len(header)} fields, got {len(rec)}', path, line))
             else: yield line, dict(zip(header, rec))
 
 # %% ../nbs/02_data.ipynb #80ec462f
@@ -83,7 +84,7 @@ def _undo_mojibake(run: str) -> str:
     return run
 
 def fix_mojibake(text: str) -> str:
-    "Repair UTF-8 text decoded as Latin-1, Windows-1252 or Mac Roman (any number of times); clean text is returned unchanged."
+    "Repair UTF-8 text decoded as Latin-1, Windows-1252 or Mac Roman (any number of times); clean text is unchanged."
     if text.isascii(): return text
     return re.sub(r'[^\x00-\x7f]+', lambda m: _undo_mojibake(m.group()), text)
 

@@ -86,8 +86,9 @@ def sort_by_order(df: pd.DataFrame, # rows to sort
     return df.assign(**tmp).sort_values(list(tmp) + list(then)).drop(columns=list(tmp)).reset_index(drop=True)
 
 # %% ../nbs/09_report.ipynb #8033306f
-PAGE_FONT_SIZE = 9.5  # points
+PAGE_FONT_SIZE = 9.5  # points: the body text of a page
 
+# %% ../nbs/09_report.ipynb #b715f9d1
 def page_font(bold: bool=False, italic: bool=False, size: float=PAGE_FONT_SIZE):
     "The page's font (DejaVu Sans) in a style and size."
     from matplotlib.font_manager import FontProperties

@@ -261,7 +261,8 @@ def _check_embeddings():
 def _check_local_model(m: LocalModel, convert: bool):
     converted = (cache_dir('models')/m.name/'config.json').exists()
     path = materialise_local_model(m.name) if (convert or converted) else m.gguf()
-    return path, f'{m.dist} {package_version(m.dist)}' + ('' if converted or convert else ' (not converted yet: wordbench setup)')
+    note = '' if converted or convert else ' (not converted yet: wordbench setup)'
+    return path, f'{m.dist} {package_version(m.dist)}{note}'
 
 def _check(name, check, fix) -> dict:
     try: (path, version), status = check(), 'found'
@@ -274,7 +275,8 @@ def doctor(load_models: bool=False): # also convert the local LMs' GGUF files (s
     import pandas as pd
     from wordbench.core import RAW_DATA_FIX
     rows = [_check('raw data', _check_raw_data, RAW_DATA_FIX), _check('wordnet', _check_wordnet, WORDNET_FIX),
-            _check('spacy', _check_spacy, SPACY_FIX), _check('english-words', _check_english_words, 'pip install english-words==2.0.2'),
+            _check('spacy', _check_spacy, SPACY_FIX),
+            _check('english-words', _check_english_words, 'pip install english-words==2.0.2'),
             _check('embeddings', _check_embeddings, EMBEDDING_FIX)]
     for m in LOCAL_MODELS.values():
         rows.append(_check(m.name, lambda m=m: _check_local_model(m, load_models), m.install + ' && wordbench setup'))

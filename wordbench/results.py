@@ -110,6 +110,8 @@ def load_results(task: str, # the task whose results to read
         cols = list(require or {})
         have = set(df[cols].itertuples(index=False, name=None)) if cols else set()
         missing = [c for c in itertools.product(*(require or {}).values()) if cols and c not in have]
-        if missing: raise ValueError(f'{p} lacks {len(missing)} setting(s) of {cols}, e.g. {missing[:3]}; make them with `{cmd}`')
+        if missing:
+            raise ValueError(f'{p} lacks {len(missing)} setting(s) of {cols}, e.g. {missing[:3]}; '
+                             f'make them with `{cmd}`')
         frames.append(df)
     return pd.concat(frames, ignore_index=True)

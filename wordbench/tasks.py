@@ -95,9 +95,11 @@ def settings(self: Task, strategies: Sequence[str]|None=None, # default: `defaul
     "The grid of settings, checking the strategy names."
     if strategies in (['all'], ('all',), 'all'): strategies = self.strategies
     strategies = list(strategies or self.default_strategies or self.strategies)
-    shots, seeds = shots if shots is not None else self.default_shots, seeds if seeds is not None else self.default_seeds
+    shots = self.default_shots if shots is None else shots
+    seeds = self.default_seeds if seeds is None else seeds
     unknown = [s for s in strategies if self.strategies and s not in self.strategies]
-    if unknown: raise ValueError(f"{self.name}: unknown strategy {', '.join(unknown)}; known: {', '.join(self.strategies)}")
+    if unknown:
+        raise ValueError(f"{self.name}: unknown strategy {', '.join(unknown)}; known: {', '.join(self.strategies)}")
     return grid(strategies, shots, seeds, self.seeded_zero_shot)
 
 # %% ../nbs/06_tasks.ipynb #26905c14
@@ -138,12 +140,14 @@ def run_task(task: Task, # a registered (or any) task
     for j in task.jobs(items, settings, items if pool is None else pool):
         if j.requests is None: skipped[j.setting.strategy] += 1
         else: jobs.append(j)
-    for strategy, n in skipped.items(): warnings.warn(f'{strategy}: skipped {n} item-settings {task.skip_reason(strategy)}')
+    for strategy, n in skipped.items():
+        warnings.warn(f'{strategy}: skipped {n} item-settings {task.skip_reason(strategy)}')
     reqs = [r for j in jobs for r in j.requests]
     log.info(f'{task.name}: {len(jobs):,} item-settings, {len(reqs):,} requests, {len(set(reqs)):,} distinct')
     answer = {}
     decisions = [tuple(r for r in j.requests if isinstance(r, LoglikelihoodRequest)) for j in jobs]
-    scored = iter(score_choices(lm, [d for d in decisions if d], recheck_margin, progress).scores if any(decisions) else [])
+    chosen = [d for d in decisions if d]
+    scored = iter(score_choices(lm, chosen, recheck_margin, progress).scores if chosen else [])
     for i, d in enumerate(decisions):
         if d: answer.update({(i, r): x for r, x in zip(d, next(scored))})
     for kind, method in ((TopKRequest, lm.topk), (GenerateRequest, lm.generate)):
@@ -152,7 +156,8 @@ def run_task(task: Task, # a registered (or any) task
     rows = []
     for i, j in enumerate(jobs):
         responses = [answer[(i, r)] if isinstance(r, LoglikelihoodRequest) else answer[r] for r in j.requests]
-        rows.append({'task': task.name, 'model': model or lm.identity(), **task.row(j.item, j.setting, j.requests, responses, lm)})
+        row = task.row(j.item, j.setting, j.requests, responses, lm)
+        rows.append({'task': task.name, 'model': model or lm.identity(), **row})
     return tidy(pd.DataFrame(rows, columns=list(task.schema.columns)), task.schema)
 
 # %% ../nbs/06_tasks.ipynb #1b43c3bc
@@ -163,7 +168,8 @@ def grid_parts(task: Task, grid: str|None=None, **options) -> list[dict]:
     "The parts of `task`'s named `grid` (or one part), each updated with the `options` given (not None)."
     given = {k: v for k, v in options.items() if v is not None}
     if grid is None: return [given]
-    if grid not in task.grids: raise ValueError(f"{task.name} has no grid {grid!r}; its grids: {', '.join(task.grids) or 'none'}")
+    if grid not in task.grids:
+        raise ValueError(f"{task.name} has no grid {grid!r}; its grids: {', '.join(task.grids) or 'none'}")
     return [{**part, **given} for part in task.grids[grid]]
 
 # %% ../nbs/06_tasks.ipynb #c28df236
