@@ -27,14 +27,17 @@ register_builder(Builder('winodict', build_dataset, 'WinoDict from WSC273 + Wino
 # %% ../../nbs/19_winodict.ipynb #b5761ddd
 _MODELS = {'models': 'models', 'results_dir': 'results_dir'}
 WINODICT_ANALYSES = [
-    Analysis('winodict_words', 'synthetic words vs the released ones; our morphology vs the released rules', 'WinoDict §2.2'),
+    Analysis('winodict_words', 'synthetic words vs the released ones; our morphology vs the released rules',
+             'WinoDict §2.2'),
     Analysis('winodict_table1', 'dataset statistics: examples per POS x source, sentence and definition lengths',
              'WinoDict Table 1'),
     Analysis('winodict_examples', 'a page of example twins, original and WinoDict, with the definition prompt',
              'WinoDict Figure 1', params_from=_MODELS),
-    Analysis('winodict_table2', 'WinoDict vs original items, 0/1/5 shots, mean ± std over word sets and seeds, per model',
+    Analysis('winodict_table2',
+             'WinoDict vs original items, 0/1/5 shots, mean ± std over word sets and seeds, per model',
              'WinoDict Table 2', params_from=_MODELS),
-    Analysis('winodict_table3', 'accuracy per prompt strategy', 'WinoDict Table 3', params_from={'models': 'strategy_models', 'results_dir': 'results_dir'}),
+    Analysis('winodict_table3', 'accuracy per prompt strategy', 'WinoDict Table 3',
+             params_from={'models': 'strategy_models', 'results_dir': 'results_dir'}),
     Analysis('winodict_table4', 'foreign-inspired words with synthetic surface forms', 'WinoDict Table 4 / Table 7',
              params_from=_MODELS),
     Analysis('winodict_figure2', 'accuracy by quartile of six item attributes, bootstrap 95% CIs', 'WinoDict Figure 2',

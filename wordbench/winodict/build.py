@@ -9,7 +9,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 import pandas as pd
-from ..core import DataError, SkipLog, write_jsonl, seeded_rng, stable_hash, record_provenance, raw_path, file_sha256, project_root
+from ..core import (DataError, SkipLog, write_jsonl, seeded_rng, stable_hash, record_provenance, raw_path,
+                            file_sha256, project_root)
 from ..data import read_jsonl_rows
 from .sources import load_wsc, load_winogrande, parse_winogrande_row, wsc_sentence, WSC273_SIZE
 from ..resources import spacy_pipeline, wordnet
@@ -24,31 +25,36 @@ __all__ = ['BLANK', 'DROP_FIELDS', 'LEADING_ARTICLES', 'POSSESSIVE_CANDIDATES', 
            'malformed_record', 'read_user_winogrande', 'read_user_wsc', 'chosen_sources', 'source_items',
            'twin_reading', 'analyse_pairs', 'twin_record', 'winodict_records', 'winodict_report', 'build_winodict']
 
-# %% ../../nbs/12_winodict_build.ipynb #52ec60ea
+# %% ../../nbs/12_winodict_build.ipynb #ed29c30b
 BLANK = '_'
 
+# %% ../../nbs/12_winodict_build.ipynb #52ec60ea
 def normalise_space(text: str) -> str:
     "Collapse runs of whitespace to one space and strip both ends."
     return re.sub(r'\s+', ' ', text).strip()
 
+# %% ../../nbs/12_winodict_build.ipynb #4ed3963d
 class Dropped(Exception):
     "Why a row or twin pair leaves the build: a short `reason` code and a readable `detail`."
     def __init__(self, reason: str, detail: str=''):
         self.reason, self.detail = reason, detail
         super().__init__(f'{reason}: {detail}' if detail else reason)
 
-# %% ../../nbs/12_winodict_build.ipynb #fb4f7f0d
+# %% ../../nbs/12_winodict_build.ipynb #17c5134d
 DROP_FIELDS = ('source', 'id', 'pair_id', 'line', 'reason', 'detail')
 
+# %% ../../nbs/12_winodict_build.ipynb #fb4f7f0d
 def drop_record(item: dict, # an item (or any dict with some of `DROP_FIELDS`)
                 reason: str, detail: str='') -> dict:
     "A `dropped.jsonl` row for `item`: source, id, pair_id (else the twin key), line, reason, detail."
     pair = item.get('pair_id', item.get('pair_key'))
-    return dict(source=item.get('source'), id=item.get('id'), pair_id=pair, line=item.get('line'), reason=reason, detail=detail)
+    return dict(source=item.get('source'), id=item.get('id'), pair_id=pair, line=item.get('line'), reason=reason,
+                detail=detail)
 
-# %% ../../nbs/12_winodict_build.ipynb #f988f6f2
+# %% ../../nbs/12_winodict_build.ipynb #c47c1f2f
 LEADING_ARTICLES = ('The ', 'A ', 'An ')
 
+# %% ../../nbs/12_winodict_build.ipynb #f988f6f2
 def wsc_option(option: str, # a schema's answer, e.g. 'The trophy'
                sentence_start: bool # whether the blank opens a sentence
               ) -> str:
@@ -56,13 +62,15 @@ def wsc_option(option: str, # a schema's answer, e.g. 'The trophy'
     if sentence_start: return option[:1].upper() + option[1:]
     return option[0].lower() + option[1:] if option.startswith(LEADING_ARTICLES) else option
 
+# %% ../../nbs/12_winodict_build.ipynb #34394d27
 def opens_sentence(sentence: str) -> bool:
     "Whether the blank of `sentence` starts it or follows `.`, `!` or `?`."
     return re.search(r'(?:^|[.!?]["\')]? )_', sentence) is not None
 
-# %% ../../nbs/12_winodict_build.ipynb #837e2985
+# %% ../../nbs/12_winodict_build.ipynb #bf88cb97
 POSSESSIVE_CANDIDATES = ('his', 'her', 'its', 'their', 'my', 'our', 'your')
 
+# %% ../../nbs/12_winodict_build.ipynb #837e2985
 def possessive_pronouns(schemas: pd.DataFrame, # `load_wsc` rows
                         nlp) -> list[bool]: # a spaCy pipeline
     "Whether each schema's pronoun is a possessive determiner (spaCy tag `PRP$` in the schema's sentence)."
@@ -102,18 +110,22 @@ def pair_twins(items: list[dict] # blank-format items
     for it in items: groups[(it['source'], it['pair_key'], it['option1'], it['option2'])].append(it)
     for g in groups.values():
         if len(g) % 2:
-            dropped += [drop_record(it, 'unpaired' if len(g) == 1 else 'odd_group', f"{len(g)} item(s) with twin key {it['pair_key']!r} and these options") for it in g]
+            dropped += [drop_record(it, 'unpaired' if len(g) == 1 else 'odd_group',
+                                    f"{len(g)} item(s) with twin key {it['pair_key']!r} and these options")
+                        for it in g]
             continue
         for k, (a, b) in enumerate(zip(g[::2], g[1::2])):
             pid = a['pair_key'] + (f'-{k}' if k else '')
             a, b = {**a, 'pair_id': pid}, {**b, 'pair_id': pid}
             if {a['label'], b['label']} == {0, 1}: pairs.append((a, b))
-            else: dropped += [drop_record(it, 'labels_not_flipped', f"labels {a['label']}, {b['label']}") for it in (a, b)]
+            else: dropped += [drop_record(it, 'labels_not_flipped', f"labels {a['label']}, {b['label']}")
+                              for it in (a, b)]
     return pairs, dropped
 
-# %% ../../nbs/12_winodict_build.ipynb #2b232801
+# %% ../../nbs/12_winodict_build.ipynb #2d5defd6
 TOKEN_RE = re.compile(r"[^\W_]+|\S")   # a run of letters/digits, or one other non-space character
 
+# %% ../../nbs/12_winodict_build.ipynb #2b232801
 @dataclass(frozen=True)
 class KeyConcept:
     "The single token where two twin sentences differ: its character span in each twin and the shared template."
@@ -134,7 +146,8 @@ def key_concept(a: str, b: str # the twins' (whitespace-normalised) sentences
         show = lambda s, d: s[d[0].start():d[-1].end()] if d else ''
         raise Dropped('key_not_one_token', f'{show(a, da)!r} vs {show(b, db)!r}')
     if BLANK in (da[0].group(), db[0].group()): raise Dropped('blank_in_key', f'{da[0].group()!r} vs {db[0].group()!r}')
-    return KeyConcept((da[0].span(), db[0].span()), (da[0].group(), db[0].group()), a[:da[0].start()] + '{}' + a[da[0].end():])
+    return KeyConcept((da[0].span(), db[0].span()), (da[0].group(), db[0].group()),
+                      a[:da[0].start()] + '{}' + a[da[0].end():])
 
 # %% ../../nbs/12_winodict_build.ipynb #d3e6da04
 def fill_blank(sentence: str, # a sentence with one `_`
@@ -154,6 +167,7 @@ class KeyToken:
     tag: str    # Penn Treebank tag (VBD, NNS, JJR, ...)
     lemma: str  # lemma (after `refine_lemma`)
 
+# %% ../../nbs/12_winodict_build.ipynb #86dcfc69
 def read_key_tokens(nlp, # a spaCy pipeline
                     jobs: list[tuple[str, int, int]] # (filled sentence, token start, token length)
                    ) -> list[KeyToken|None]:
@@ -164,25 +178,30 @@ def read_key_tokens(nlp, # a spaCy pipeline
         out.append(KeyToken(t.text, t.pos_, t.tag_, t.lemma_) if t is not None and len(t.text) == n else None)
     return out
 
-# %% ../../nbs/12_winodict_build.ipynb #83751716
+# %% ../../nbs/12_winodict_build.ipynb #c91ec17e
 DEGREE_TAGS = {'ADJ': ('JJR', 'JJS'), 'ADV': ('RBR', 'RBS')}
 
+# %% ../../nbs/12_winodict_build.ipynb #83751716
 def refine_lemma(tok: KeyToken) -> KeyToken:
     "Repair a verb lemma that does not inflect back to the token, and a comparative/superlative tagged as a base form."
     from lemminflect import getLemma, getInflection
     word = tok.text.lower()
     alt = (getLemma(word, upos=tok.pos) or ('',))[0] if tok.pos in ('VERB', 'ADJ', 'ADV') else ''
     if tok.pos == 'VERB' and alt and alt != tok.lemma:
-        if word in getInflection(alt, tok.tag) and word not in getInflection(tok.lemma, tok.tag): return replace(tok, lemma=alt)
+        if word in getInflection(alt, tok.tag) and word not in getInflection(tok.lemma, tok.tag):
+            return replace(tok, lemma=alt)
     if tok.pos in DEGREE_TAGS and tok.lemma.lower() == word and alt and alt != word:
         for tag, adj_tag in zip(DEGREE_TAGS[tok.pos], ('JJR', 'JJS')):
             if word in getInflection(alt, adj_tag): return replace(tok, tag=tag, lemma=alt)
     return tok
 
-# %% ../../nbs/12_winodict_build.ipynb #3d802284
+# %% ../../nbs/12_winodict_build.ipynb #ecf03b51
 KEPT_POS = ('VERB', 'NOUN', 'ADJ', 'ADV')
+
+# %% ../../nbs/12_winodict_build.ipynb #c0ebd185
 REJECTED_LEMMAS = frozenset({'more', 'less', 'few', 'be'})
 
+# %% ../../nbs/12_winodict_build.ipynb #3d802284
 def check_key_token(tok: KeyToken|None) -> KeyToken:
     "`tok` when it can be a key concept; else raises `Dropped` (token_mismatch, pos, rejected_lemma)."
     if tok is None: raise Dropped('token_mismatch', 'no spaCy token spans exactly the key word')
@@ -260,11 +279,12 @@ SENSE_OVERRIDES: dict[tuple[str, str], tuple[str, str]] = {
     ('hockey', 'NOUN'): ('ice_hockey.n.01', "hockey as played in North America, where the sources were written"),
 }
 
-# %% ../../nbs/12_winodict_build.ipynb #02646745
+# %% ../../nbs/12_winodict_build.ipynb #7354c5ae
 WN_POS = {'VERB': 'v', 'NOUN': 'n', 'ADJ': 'a', 'ADV': 'r'}
 
+# %% ../../nbs/12_winodict_build.ipynb #02646745
 def adverb_adjectives(lemma: str) -> list[str]:
-    "Adjectives an adverb may come from: itself, then `-ly` undone (happily → happy, gently → gentle, basically → basic)."
+    "Adjectives an adverb may come from: itself, then `-ly` undone (happily→happy, gently→gentle, basically→basic)."
     out = [lemma]
     if lemma.endswith('ily'): out.append(lemma[:-3] + 'y')
     if lemma.endswith('ally'): out.append(lemma[:-4])
@@ -274,7 +294,7 @@ def adverb_adjectives(lemma: str) -> list[str]:
 # %% ../../nbs/12_winodict_build.ipynb #b5108f9c
 def choose_synset(lemma: str, pos: str, # a lemma and one of `KEPT_POS`
                   wn=None): # NLTK's WordNet reader (default `wordbench.resources.wordnet()`)
-    "The synset used for a key concept: an override, else the first WordNet sense; an adverb without one borrows its adjective's."
+    "Synset of a key concept: an override, else the first WordNet sense; an adverb without one borrows its adjective's."
     wn = wn or wordnet()
     lemma = lemma.lower()
     if (lemma, pos) in SENSE_OVERRIDES: return wn.synset(SENSE_OVERRIDES[(lemma, pos)][0])
@@ -286,9 +306,10 @@ def choose_synset(lemma: str, pos: str, # a lemma and one of `KEPT_POS`
             if wn.synsets(adj, 'a'): return wn.synsets(adj, 'a')[0]
     raise Dropped('no_wordnet_sense', f'{lemma!r} has no {pos} synset')
 
-# %% ../../nbs/12_winodict_build.ipynb #eda01ddd
+# %% ../../nbs/12_winodict_build.ipynb #edebac46
 EXAMPLE_MARKER = re.compile(r';\s*(?:e\.g\.|"|;|-)|\s--|;\s*$')
 
+# %% ../../nbs/12_winodict_build.ipynb #eda01ddd
 def clean_definition(text: str, pos: str='VERB') -> str:
     "A WordNet definition without example markers or trailing punctuation; a verb's also without a leading `to `."
     text = EXAMPLE_MARKER.split(text, maxsplit=1)[0].strip().rstrip(';:,').strip()
@@ -308,7 +329,8 @@ def synonym_for(synset, # an NLTK synset
 def sense_info(tok: KeyToken, wn=None) -> dict:
     "`synset`, `definition` and `synonym` of a key token (raises `Dropped` when WordNet has no sense)."
     s = choose_synset(tok.lemma, tok.pos, wn)
-    return dict(synset=s.name(), definition=clean_definition(s.definition(), tok.pos), synonym=synonym_for(s, tok.lemma))
+    return dict(synset=s.name(), definition=clean_definition(s.definition(), tok.pos),
+                synonym=synonym_for(s, tok.lemma))
 
 # %% ../../nbs/12_winodict_build.ipynb #9f6dc891
 def match_case(form: str, original: str) -> str:
@@ -319,7 +341,7 @@ def match_case(form: str, original: str) -> str:
 def assign_roots(needs: list[tuple[str, tuple]], # per pair: (template, the Penn tags its twins need)
                  words: pd.DataFrame, # synthetic words: word, bucket and a column per tag
                  bucket: str, seed: int) -> list[str|None]:
-    "One root per pair from `bucket`, chosen by an RNG keyed on (seed, bucket, template), distinct while the bucket lasts."
+    "One root per pair from `bucket`, chosen by an RNG keyed on (seed, bucket, template), distinct while words last."
     pool = words[words.bucket == bucket].sort_values('word', kind='stable')
     used, roots = set(), [None] * len(needs)
     for i in sorted(range(len(needs)), key=lambda i: (stable_hash('winodict-order', seed, bucket, needs[i][0]), i)):
@@ -340,8 +362,10 @@ def _is_raw(path, *parts) -> bool:
 
 def malformed_record(err: DataError, source: str) -> dict:
     "A `dropped.jsonl` row for a line a lenient loader skipped."
-    return drop_record(dict(source=source, line=err.line), 'malformed', f"field '{err.field}': {err.msg}" if err.field else err.msg)
+    return drop_record(dict(source=source, line=err.line), 'malformed',
+                       f"field '{err.field}': {err.msg}" if err.field else err.msg)
 
+# %% ../../nbs/12_winodict_build.ipynb #0a2c92cb
 def read_user_winogrande(path, source: str='user') -> tuple[pd.DataFrame, list[dict]]:
     "Rows of a WinoGrande-format JSONL file, leniently, and drop records for its malformed lines."
     skips = SkipLog(strict=False)
@@ -357,9 +381,10 @@ def read_user_wsc(path, source: str='user') -> tuple[pd.DataFrame, list[dict]]:
     df = load_wsc(path, skips=skips)
     return df, [malformed_record(e, source) for e in skips.errors]
 
-# %% ../../nbs/12_winodict_build.ipynb #269b7075
+# %% ../../nbs/12_winodict_build.ipynb #77e0229b
 RAW_FILES = {'wsc': ('wsc273', 'WSCollection.xml'), 'winogrande': ('winogrande', 'dev.jsonl')}
 
+# %% ../../nbs/12_winodict_build.ipynb #269b7075
 def chosen_sources(winogrande=None, wsc=None) -> list[tuple[str, object]]:
     "(format, path) of the sources a build uses: both raw files when no path is given, else only the given ones."
     if winogrande is None and wsc is None: return [('wsc', None), ('winogrande', None)]
@@ -369,7 +394,7 @@ def chosen_sources(winogrande=None, wsc=None) -> list[tuple[str, object]]:
 def source_items(fmt: str, # 'wsc' or 'winogrande'
                  path=None, # a file in that format; None: the raw file (WSC273 / WinoGrande dev)
                  nlp=None) -> tuple[list[dict], list[dict], dict]:
-    "Items of one source, drop records for its malformed rows, and its provenance (source, format, file, sha256, rows, malformed)."
+    "Items, malformed-row drop records and provenance (source, format, file, sha256, rows, malformed) of one source."
     raw = raw_path(*RAW_FILES[fmt])
     source = fmt if path is None or _is_raw(path, *RAW_FILES[fmt]) else 'user'
     path = Path(path) if path is not None else raw
@@ -380,14 +405,16 @@ def source_items(fmt: str, # 'wsc' or 'winogrande'
     else:
         df, bad = (load_winogrande(path=path), []) if source == 'winogrande' else read_user_winogrande(path, source)
         items = winogrande_items(df, source)
-    return items, bad, dict(source=source, format=fmt, file=path.name, sha256=file_sha256(path), rows=len(df), malformed=len(bad))
+    return items, bad, dict(source=source, format=fmt, file=path.name, sha256=file_sha256(path), rows=len(df),
+                            malformed=len(bad))
 
 # %% ../../nbs/12_winodict_build.ipynb #0070847a
 def twin_reading(tok: KeyToken|None, wn=None, # spaCy's token (None: no token matched) and WordNet
                  tags=None) -> tuple[KeyToken, dict]: # Penn tags that have synthetic forms (None: any)
     "The refined key token and its sense of one twin; raises `Dropped` when the twin cannot carry a synthetic word."
     tok = check_key_token(refine_lemma(tok) if tok else None)
-    if tags is not None and tok.tag not in tags: raise Dropped('no_synthetic_form', f'no synthetic {tok.tag} form ({tok.text!r})')
+    if tags is not None and tok.tag not in tags:
+        raise Dropped('no_synthetic_form', f'no synthetic {tok.tag} form ({tok.text!r})')
     return tok, sense_info(tok, wn)
 
 # %% ../../nbs/12_winodict_build.ipynb #d47c9614
@@ -411,21 +438,24 @@ def analyse_pairs(pairs: list[tuple[dict, dict]], # from `pair_twins`
             for it, tok in zip(pair, toks[2 * n:2 * n + 2]):
                 try: readings.append(twin_reading(tok, wn, tags))
                 except Dropped as d: raise Dropped(d.reason, f"{it['id']}: {d.detail}")
-            kept.append(dict(pair=pair, key=kc, tokens=tuple(r[0] for r in readings), senses=tuple(r[1] for r in readings)))
+            kept.append(dict(pair=pair, key=kc, tokens=tuple(r[0] for r in readings),
+                             senses=tuple(r[1] for r in readings)))
         except Dropped as d: dropped += [drop_record(it, d.reason, d.detail) for it in pair]
     return kept, dropped
 
-# %% ../../nbs/12_winodict_build.ipynb #2bfd1025
-RECORD_FIELDS = ('id', 'pair_id', 'source', 'bucket', 'pos', 'tag', 'lemma', 'word', 'form', 'original_form', 'word_score',
-                 'definition', 'synonym', 'synset', 'sentence', 'option1', 'option2', 'label', 'original_sentence', 'line')
+# %% ../../nbs/12_winodict_build.ipynb #5ad47920
+RECORD_FIELDS = ('id', 'pair_id', 'source', 'bucket', 'pos', 'tag', 'lemma', 'word', 'form', 'original_form',
+                 'word_score', 'definition', 'synonym', 'synset', 'sentence', 'option1', 'option2', 'label',
+                 'original_sentence', 'line')
 
+# %% ../../nbs/12_winodict_build.ipynb #2bfd1025
 def twin_record(item: dict, span: tuple, tok: KeyToken, sense: dict, # a twin, its key span, token and sense
                 word: dict, bucket: str) -> dict: # the synthetic word's row (word, score, one form per tag)
     "One WinoDict record, fields in `RECORD_FIELDS` order."
     form, (s, e) = match_case(word[tok.tag], tok.text), span
-    r = dict(item, bucket=bucket, pos=tok.pos, tag=tok.tag, lemma=tok.lemma, word=word['word'], form=form, original_form=tok.text,
-             word_score=round(float(word['score']), 4), **sense, sentence=item['sentence'][:s] + form + item['sentence'][e:],
-             original_sentence=item['sentence'])
+    r = dict(item, bucket=bucket, pos=tok.pos, tag=tok.tag, lemma=tok.lemma, word=word['word'], form=form,
+             original_form=tok.text, word_score=round(float(word['score']), 4), **sense,
+             sentence=item['sentence'][:s] + form + item['sentence'][e:], original_sentence=item['sentence'])
     return {k: r[k] for k in RECORD_FIELDS}
 
 # %% ../../nbs/12_winodict_build.ipynb #208198cd
@@ -435,12 +465,16 @@ def winodict_records(kept: list[dict], # from `analyse_pairs`
     "Records of every bucket, and drop records for pairs a bucket has no word for."
     by_word, out, dropped = {w['word']: w for w in words.to_dict('records')}, [], []
     for bucket in sorted(words.bucket.dropna().unique()):
-        roots = assign_roots([(k['key'].template, tuple(t.tag for t in k['tokens'])) for k in kept], words, bucket, seed)
+        roots = assign_roots([(k['key'].template, tuple(t.tag for t in k['tokens'])) for k in kept], words, bucket,
+                             seed)
         for k, root in zip(kept, roots):
             if root is None:
-                dropped += [drop_record(it, 'no_synthetic_word', f'{bucket} has no word with forms {[t.tag for t in k["tokens"]]}') for it in k['pair']]
+                dropped += [drop_record(it, 'no_synthetic_word',
+                                        f'{bucket} has no word with forms {[t.tag for t in k["tokens"]]}')
+                            for it in k['pair']]
                 continue
-            out += [twin_record(it, sp, t, se, by_word[root], bucket) for it, sp, t, se in zip(k['pair'], k['key'].spans, k['tokens'], k['senses'])]
+            out += [twin_record(it, sp, t, se, by_word[root], bucket)
+                    for it, sp, t, se in zip(k['pair'], k['key'].spans, k['tokens'], k['senses'])]
     return out, dropped
 
 # %% ../../nbs/12_winodict_build.ipynb #8187ff61
@@ -457,18 +491,22 @@ def winodict_report(records: list[dict], dropped: list[dict], sources: list[dict
     by_sp = defaultdict(dict)
     for (src, pos), n in _counts((r['source'], r['pos']) for r in items).items(): by_sp[src][pos] = n
     for src in by_sp: by_sp[src]['total'] = sum(by_sp[src].values())
-    per_bucket = {b: dict(examples=n, distinct_words=len({r['word'] for r in records if r['bucket'] == b})) for b, n in _counts(r['bucket'] for r in records).items()}
+    per_bucket = {b: dict(examples=n, distinct_words=len({r['word'] for r in records if r['bucket'] == b}))
+                  for b, n in _counts(r['bucket'] for r in records).items()}
     by_src_reason = defaultdict(dict)
     for (src, why), n in _counts((d['source'], d['reason']) for d in dropped).items(): by_src_reason[src][why] = n
-    lengths = {src: dict(sentence_words=_mean([len(r['original_sentence'].split()) for r in items if r['source'] == src]),
-                         definition_words=_mean([len(r['definition'].split()) for r in items if r['source'] == src])) for src in by_sp}
+    lengths = {src: dict(sentence_words=_mean([len(r['original_sentence'].split())
+                                               for r in items if r['source'] == src]),
+                         definition_words=_mean([len(r['definition'].split()) for r in items if r['source'] == src]))
+               for src in by_sp}
     return dict(seed=seed, sources=sources, examples=len(items), per_bucket=per_bucket, by_source_pos=dict(by_sp),
                 without_synonym=sum(r['synonym'] is None for r in items),
-                dropped_rows=len(dropped), dropped_by_reason=_counts(d['reason'] for d in dropped), dropped_by_source=dict(by_src_reason),
+                dropped_rows=len(dropped), dropped_by_reason=_counts(d['reason'] for d in dropped),
+                dropped_by_source=dict(by_src_reason),
                 mean_lengths=lengths, paper_table1=PAPER_TABLE1)
 
 # %% ../../nbs/12_winodict_build.ipynb #f53ee5e0
-def build_winodict(out_dir=None, # folder for winodict.jsonl, dropped.jsonl, report.json; default `data/winodict/` of the checkout
+def build_winodict(out_dir=None, # folder for winodict.jsonl, dropped.jsonl, report.json (default: data/winodict/)
                    winogrande=None, # a WinoGrande-format JSONL file (source 'user'); default: WinoGrande dev
                    wsc=None, # a WSC-format XML file (source 'user'); default: WSC273
                    seed: int=1, # keys the synthetic root of each pair

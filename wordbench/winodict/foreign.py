@@ -33,15 +33,17 @@ def foreign_tag(word: str, # the foreign word (lemma), e.g. 'tartle'
     if pos == 'ADV': return 'RB'
     raise ValueError(f'cannot tell the Penn tag of {surface!r} ({pos} {word!r})')
 
-# %% ../../nbs/15_winodict_foreign.ipynb #aed5745d
+# %% ../../nbs/15_winodict_foreign.ipynb #3d45fe97
 FOREIGN_SOURCE = 'foreign'
 
+# %% ../../nbs/15_winodict_foreign.ipynb #aed5745d
 def concept_ids(rows: pd.DataFrame) -> list[str]:
     "`foreign-<first word>` per row: one id per definition (concept), named after its first word."
     first = {}
     for d, w in zip(rows.definition, rows.word): first.setdefault(d, w)
     return [f'{FOREIGN_SOURCE}-{first[d]}' for d in rows.definition]
 
+# %% ../../nbs/15_winodict_foreign.ipynb #2cc20bdd
 def balanced_options(option1: str, option2: str, label: int, position: int) -> tuple[str, str, int]:
     "`(option1, option2, label)` with the options swapped at odd `position`s."
     return (option2, option1, 1 - label) if position % 2 else (option1, option2, label)
@@ -54,10 +56,13 @@ def foreign_base(rows: pd.DataFrame|None=None, # `load_foreign_words()` rows; de
     rows = load_foreign_words() if rows is None else rows
     out = []
     for i, (r, pid) in enumerate(zip(rows.to_dict('records'), concept_ids(rows))):
-        o1, o2, label = balanced_options(r['option1'], r['option2'], int(r['label']), i) if balance else (r['option1'], r['option2'], int(r['label']))
-        out.append(dict(id=r['id'], pair_id=pid, source=FOREIGN_SOURCE, bucket=None, pos=r['pos'], tag=foreign_tag(r['word'], r['surface'], r['pos']),
-                        lemma=r['word'], word=None, form=None, original_form=r['surface'], word_score=None, definition=r['definition'],
-                        synonym=None, synset=None, sentence=None, option1=o1, option2=o2, label=label, original_sentence=r['sentence'], line=r.get('line')))
+        o1, o2, label = (balanced_options(r['option1'], r['option2'], int(r['label']), i) if balance
+                         else (r['option1'], r['option2'], int(r['label'])))
+        out.append(dict(id=r['id'], pair_id=pid, source=FOREIGN_SOURCE, bucket=None, pos=r['pos'],
+                        tag=foreign_tag(r['word'], r['surface'], r['pos']), lemma=r['word'], word=None, form=None,
+                        original_form=r['surface'], word_score=None, definition=r['definition'], synonym=None,
+                        synset=None, sentence=None, option1=o1, option2=o2, label=label,
+                        original_sentence=r['sentence'], line=r.get('line')))
     return out
 
 # %% ../../nbs/15_winodict_foreign.ipynb #31ae44b7
@@ -66,8 +71,10 @@ def with_synthetic(rec: dict, # a `foreign_base` record
                    ) -> dict:
     "`rec` with the synthetic `word` in place of its foreign surface form."
     form = word.get(rec['tag'])
-    if not isinstance(form, str) or not form: raise ValueError(f"{rec['id']}: synthetic word {word['word']!r} has no {rec['tag']} form")
-    return {**rec, 'bucket': word['bucket'], 'word': word['word'], 'form': form, 'word_score': round(float(word['score']), 4),
+    if not isinstance(form, str) or not form:
+        raise ValueError(f"{rec['id']}: synthetic word {word['word']!r} has no {rec['tag']} form")
+    return {**rec, 'bucket': word['bucket'], 'word': word['word'], 'form': form,
+            'word_score': round(float(word['score']), 4),
             'sentence': substitute(rec['original_sentence'], rec['original_form'], form)}
 
 # %% ../../nbs/15_winodict_foreign.ipynb #02afe034
@@ -87,7 +94,8 @@ def foreign_items(rows: pd.DataFrame|None=None, # `load_foreign_words()` rows; d
     by_word = {w['word']: w for w in words.to_dict('records')}
     for bucket in buckets or sorted(words.bucket.dropna().unique()):
         roots = dict(zip(concepts, assign_roots([(f'foreign:{c}', tags[c]) for c in concepts], words, bucket, seed)))
-        if None in roots.values(): raise ValueError(f'{bucket}: no synthetic word for {[c for c, w in roots.items() if w is None]}')
+        if None in roots.values():
+            raise ValueError(f'{bucket}: no synthetic word for {[c for c, w in roots.items() if w is None]}')
         out += [with_synthetic(r, by_word[roots[r['pair_id']]]) for r in base]
     return [check_record(r, ITEM_SCHEMA) for r in out]
 
@@ -109,7 +117,7 @@ class ForeignTask(WinoDictTask):
     grids = {'cpu': [dict(shots=[0, 1, 5], seeds=[0, 1, 2], buckets=['prob3_of_5'])],
              'full': [dict(shots=[0, 1, 5], seeds=[0, 1, 2])]}
     def load(self, buckets=None, seed: int=1, words=None) -> tuple[list[dict], list[dict]]:
-        "The examples of the chosen word sets, which are also the shot pool (`words`: a synthetic-word table, for tests)."
+        "The examples of the chosen word sets, also the shot pool (`words`: a synthetic-word table, for tests)."
         items = foreign_items(words=words, seed=seed, buckets=buckets)
         return items, items
 

@@ -22,9 +22,15 @@ DEFINITION_TEMPLATES = {
     'ADJ': 'The meaning of {lemma} is {definition}.',
     'ADV': 'The word {lemma} means {definition}.',
 }
+
+# %% ../../nbs/13_winodict_prompts.ipynb #adf176f2
 SYNONYM_TEMPLATE = 'The meaning of {lemma} is similar to {synonym}.'
+
+# %% ../../nbs/13_winodict_prompts.ipynb #c24af196
 EXAMPLE_SEP = '\n\n'  # between few-shot examples and the query
-PART_SEP = ' '        # between a definition sentence and the example sentence it belongs to
+
+# %% ../../nbs/13_winodict_prompts.ipynb #366c12e7
+PART_SEP = ' '  # between a definition sentence and the example sentence it belongs to
 
 # %% ../../nbs/13_winodict_prompts.ipynb #d64d2c80
 def _clean(text: str) -> str: return text.strip().rstrip('.').strip()
@@ -33,25 +39,35 @@ def describe(part: str, # 'definition' or 'synonym'
              lemma: str, # the word being defined
              item: dict) -> str: # a WinoDict record (for `pos`, `definition`, `synonym`)
     "The sentence that defines `lemma` with `item`'s definition or synonym."
-    if part == 'definition': return DEFINITION_TEMPLATES[item['pos']].format(lemma=lemma, definition=_clean(item['definition']))
+    if part == 'definition':
+        return DEFINITION_TEMPLATES[item['pos']].format(lemma=lemma, definition=_clean(item['definition']))
     if part == 'synonym': return SYNONYM_TEMPLATE.format(lemma=lemma, synonym=_clean(item['synonym']))
     raise ValueError(f'unknown part {part!r}; expected definition or synonym')
 
 # %% ../../nbs/13_winodict_prompts.ipynb #82d2d8cc
-SHIFT_TAGS = {'VERB': ('VB', 'VBD', 'VBG', 'VBN', 'VBZ'), 'NOUN': ('NN', 'NNS'), 'ADJ': ('JJ', 'JJR', 'JJS'), 'ADV': ('RB', 'RBR', 'RBS')}
+SHIFT_TAGS = {'VERB': ('VB', 'VBD', 'VBG', 'VBN', 'VBZ'), 'NOUN': ('NN', 'NNS'), 'ADJ': ('JJ', 'JJR', 'JJS'),
+              'ADV': ('RB', 'RBR', 'RBS')}
+
+# %% ../../nbs/13_winodict_prompts.ipynb #979deb5a
 TAG_ALIASES = {'VBP': 'VB', 'NNP': 'NN', 'NNPS': 'NNS'}  # tags that share another tag's form
+
+# %% ../../nbs/13_winodict_prompts.ipynb #9a596eab
 SHIFT_WORDS = {
-    'VERB': ['paint|painted|painting|painted|paints', 'climb|climbed|climbing|climbed|climbs', 'knit|knitted|knitting|knitted|knits',
-             'bake|baked|baking|baked|bakes', 'fold|folded|folding|folded|folds', 'plant|planted|planting|planted|plants',
-             'polish|polished|polishing|polished|polishes', 'sew|sewed|sewing|sewn|sews', 'mop|mopped|mopping|mopped|mops',
-             'juggle|juggled|juggling|juggled|juggles', 'whistle|whistled|whistling|whistled|whistles', 'row|rowed|rowing|rowed|rows'],
+    'VERB': ['paint|painted|painting|painted|paints', 'climb|climbed|climbing|climbed|climbs',
+             'knit|knitted|knitting|knitted|knits', 'bake|baked|baking|baked|bakes', 'fold|folded|folding|folded|folds',
+             'plant|planted|planting|planted|plants', 'polish|polished|polishing|polished|polishes',
+             'sew|sewed|sewing|sewn|sews', 'mop|mopped|mopping|mopped|mops', 'juggle|juggled|juggling|juggled|juggles',
+             'whistle|whistled|whistling|whistled|whistles', 'row|rowed|rowing|rowed|rows'],
     'NOUN': ['table|tables', 'pencil|pencils', 'carpet|carpets', 'ladder|ladders', 'bottle|bottles', 'basket|baskets',
-             'window|windows', 'candle|candles', 'bucket|buckets', 'blanket|blankets', 'kettle|kettles', 'saucer|saucers'],
-    'ADJ': ['green|greener|greenest', 'round|rounder|roundest', 'yellow|yellower|yellowest', 'purple|more purple|most purple',
-            'wooden|more wooden|most wooden', 'square|more square|most square', 'furry|furrier|furriest', 'salty|saltier|saltiest',
-            'striped|more striped|most striped', 'shiny|shinier|shiniest', 'metallic|more metallic|most metallic', 'leafy|leafier|leafiest'],
-    'ADV': ['upstairs|more upstairs|most upstairs', 'weekly|more weekly|most weekly', 'outdoors|more outdoors|most outdoors',
-            'sideways|more sideways|most sideways', 'musically|more musically|most musically', 'yearly|more yearly|most yearly',
+             'window|windows', 'candle|candles', 'bucket|buckets', 'blanket|blankets', 'kettle|kettles',
+             'saucer|saucers'],
+    'ADJ': ['green|greener|greenest', 'round|rounder|roundest', 'yellow|yellower|yellowest',
+            'purple|more purple|most purple', 'wooden|more wooden|most wooden', 'square|more square|most square',
+            'furry|furrier|furriest', 'salty|saltier|saltiest', 'striped|more striped|most striped',
+            'shiny|shinier|shiniest', 'metallic|more metallic|most metallic', 'leafy|leafier|leafiest'],
+    'ADV': ['upstairs|more upstairs|most upstairs', 'weekly|more weekly|most weekly',
+            'outdoors|more outdoors|most outdoors', 'sideways|more sideways|most sideways',
+            'musically|more musically|most musically', 'yearly|more yearly|most yearly',
             'alphabetically|more alphabetically|most alphabetically', 'underwater|more underwater|most underwater',
             'clockwise|more clockwise|most clockwise', 'overseas|more overseas|most overseas'],
 }
@@ -79,20 +95,31 @@ def substitute(sentence: str, # text containing `old` as a whole word
 class Strategy:
     "How an item becomes a prompt: which word the sentence uses and where its descriptions go."
     name: str           # e.g. 'def_suffix', 'original_empty', 'shift_syn_prefix'
-    word: str           # 'synthetic' (the item's `sentence`), 'original' (`original_sentence`) or 'shift' (a known word)
+    word: str           # 'synthetic' (item's `sentence`), 'original' (`original_sentence`) or 'shift' (a known word)
     before: tuple = ()  # descriptions before the sentence: 'definition' and/or 'synonym'
     after: tuple = ()   # descriptions after the sentence, scored as part of the continuation
     label: str = ''     # the paper's row name, e.g. 'Def Suffix'
 
+# %% ../../nbs/13_winodict_prompts.ipynb #c719fae4
 PLACEMENTS = {  # name: (before, after, Table 3 label)
     'empty': ((), (), 'Empty'),
     'def_prefix': (('definition',), (), 'Def Prefix'), 'def_suffix': ((), ('definition',), 'Def Suffix'),
     'syn_prefix': (('synonym',), (), 'Syn Prefix'), 'syn_suffix': ((), ('synonym',), 'Syn Suffix'),
-    'defsyn_prefix': (('definition', 'synonym'), (), 'Def+Syn Prefix'), 'defsyn_suffix': ((), ('definition', 'synonym'), 'Def+Syn Suffix'),
+    'defsyn_prefix': (('definition', 'synonym'), (), 'Def+Syn Prefix'),
+    'defsyn_suffix': ((), ('definition', 'synonym'), 'Def+Syn Suffix'),
 }
+
+# %% ../../nbs/13_winodict_prompts.ipynb #e7f9aa1c
 WORD_TYPES = {'synthetic': '', 'original': 'original_', 'shift': 'shift_'}  # word type: name prefix
-STRATEGIES = {f'{pre}{p}': Strategy(f'{pre}{p}', w, b, a, lab) for w, pre in WORD_TYPES.items() for p, (b, a, lab) in PLACEMENTS.items()}
+
+# %% ../../nbs/13_winodict_prompts.ipynb #6fe21e32
+STRATEGIES = {f'{pre}{p}': Strategy(f'{pre}{p}', w, b, a, lab)
+              for w, pre in WORD_TYPES.items() for p, (b, a, lab) in PLACEMENTS.items()}
+
+# %% ../../nbs/13_winodict_prompts.ipynb #6449c44f
 TABLE2_STRATEGIES = ('def_suffix', 'original_empty')  # WinoDict vs the original task
+
+# %% ../../nbs/13_winodict_prompts.ipynb #cc4c6e85
 TABLE3_STRATEGIES = tuple(STRATEGIES)
 
 # %% ../../nbs/13_winodict_prompts.ipynb #9d1776a6
@@ -102,11 +129,13 @@ def get_strategy(s: str|Strategy) -> Strategy:
     if s not in STRATEGIES: raise KeyError(f'unknown strategy {s!r}; known: {", ".join(STRATEGIES)}')
     return STRATEGIES[s]
 
+# %% ../../nbs/13_winodict_prompts.ipynb #6d088fdc
 def needs(strategy) -> set[str]:
     "Item fields a strategy needs beyond the sentence (`definition`, `synonym`)."
     s = get_strategy(strategy)
     return set(s.before) | set(s.after)
 
+# %% ../../nbs/13_winodict_prompts.ipynb #448181e6
 def applies(item: dict, strategy) -> bool:
     "Whether `item` has every field `strategy` uses (e.g. a non-empty synonym)."
     return all(str(item.get(f) or '').strip() for f in needs(strategy))
@@ -120,11 +149,13 @@ def view(item: dict, strategy) -> tuple[str, str]:
     lemma, form = shift_word(item)
     return substitute(item['sentence'], item['form'], form), lemma
 
+# %% ../../nbs/13_winodict_prompts.ipynb #f9a7eb11
 def parts(item: dict, strategy, where: str) -> list[str]:
     "The description sentences `strategy` puts `where` ('before' or 'after') for `item`."
     s = get_strategy(strategy)
     return [describe(p, view(item, s)[1], item) for p in getattr(s, where)]
 
+# %% ../../nbs/13_winodict_prompts.ipynb #5f04fa2b
 def example(item: dict, strategy) -> str:
     "`item` as a solved few-shot example: descriptions and the sentence with its correct option."
     sentence = view(item, strategy)[0]
@@ -155,7 +186,8 @@ def query_parts(item: dict, strategy, shot_items=()) -> tuple[str, str]:
     if sentence.count('_') != 1: raise ValueError(f'{item["id"]}: expected exactly one _ in {sentence!r}')
     left, right = sentence.split('_')
     head = EXAMPLE_SEP.join(example(r, strategy) for r in shot_items)
-    pre, cont = PART_SEP.join(parts(item, strategy, 'before') + [left]), PART_SEP.join([right] + parts(item, strategy, 'after'))
+    pre, cont = (PART_SEP.join(parts(item, strategy, 'before') + [left]),
+                 PART_SEP.join([right] + parts(item, strategy, 'after')))
     if not cont.strip(): raise ValueError(f'{item["id"]}: nothing to score after the blank')
     return (head + EXAMPLE_SEP if head else '') + pre, cont
 

@@ -44,7 +44,8 @@ def parse_wsc_schema(el: ET.Element, # a `<schema>` element
     if not pron: raise DataError('empty', path, line, 'pron')
     answers = el.find('answers')
     options = [] if answers is None else [_wsc_text(''.join(a.itertext())) for a in answers.findall('answer')]
-    if len(options) != 2 or not all(options): raise DataError(f'expected 2 non-empty answers, got {options}', path, line, 'answers')
+    if len(options) != 2 or not all(options):
+        raise DataError(f'expected 2 non-empty answers, got {options}', path, line, 'answers')
     key = re.sub(r'[\s.]', '', part('correctAnswer')).upper()
     if key not in ('A', 'B'): raise DataError(f"expected A or B, got {key!r}", path, line, 'correctAnswer')
     source = _wsc_text(''.join(el.find('source').itertext())) if el.find('source') is not None else ''
@@ -59,7 +60,7 @@ def _look_alike(a: str, b: str, k: int=3) -> bool:
 
 def assign_twins(sentences: list[str] # schema sentences in file order
                 ) -> list[int]:
-    "Twin-group number of each schema: consecutive look-alike pairs, a stranded third look-alike joining the pair before it."
+    "Twin-group number of each schema: consecutive look-alike pairs, a stranded third look-alike joins the pair before."
     groups, size = [], 0
     for i, s in enumerate(sentences):
         nxt = sentences[i+1] if i+1 < len(sentences) else None
@@ -70,9 +71,10 @@ def assign_twins(sentences: list[str] # schema sentences in file order
         groups.append(groups[-1] if joins else (groups[-1] + 1 if groups else 0))
     return groups
 
-# %% ../../nbs/10_winodict_sources.ipynb #a7eea146
+# %% ../../nbs/10_winodict_sources.ipynb #afe2c346
 WSC273_SIZE = 273
 
+# %% ../../nbs/10_winodict_sources.ipynb #a7eea146
 def load_wsc(path=None, # a file in WSCollection.xml format; default: the raw `wsc273/WSCollection.xml`
              strict: bool=True, # raise on the first bad schema; else skip it and report the count
              skips: SkipLog|None=None # collects the skipped schemas (then `strict` is the log's)
@@ -98,10 +100,13 @@ def load_wsc(path=None, # a file in WSCollection.xml format; default: the raw `w
     return rows_frame(rows, ['id', 'index', 'sentence', 'pronoun', 'txt1', 'txt2', 'options', 'label',
                              'twin', 'in_wsc273', 'source', 'line'])
 
-# %% ../../nbs/10_winodict_sources.ipynb #a85409d9
+# %% ../../nbs/10_winodict_sources.ipynb #b3108d54
 WINOGRANDE_SPLITS = ('dev', 'train_xs', 'train_s', 'train_m', 'train_l')
+
+# %% ../../nbs/10_winodict_sources.ipynb #b00b3b3a
 WINOGRANDE_SCHEMA = dict(qID=str, sentence=str, option1=str, option2=str, answer=(str, int))
 
+# %% ../../nbs/10_winodict_sources.ipynb #a85409d9
 def parse_winogrande_row(rec: dict, # one parsed JSON line
                          path=None, # file it came from
                          line: int|None=None # 1-based line number
@@ -110,7 +115,8 @@ def parse_winogrande_row(rec: dict, # one parsed JSON line
     check_record(rec, WINOGRANDE_SCHEMA, path, line)
     n = rec['sentence'].count('_')
     if n != 1: raise DataError(f"expected exactly one '_', found {n}", path, line, 'sentence')
-    if rec['answer'] not in ('1', '2', 1, 2): raise DataError(f"expected '1' or '2', got {rec['answer']!r}", path, line, 'answer')
+    if rec['answer'] not in ('1', '2', 1, 2):
+        raise DataError(f"expected '1' or '2', got {rec['answer']!r}", path, line, 'answer')
     answer = int(rec['answer'])
     return {**rec, 'answer': answer, 'label': answer - 1, 'twin_key': rec['qID'].rsplit('-', 1)[0]}
 
@@ -119,7 +125,8 @@ def _check_winogrande_labels(rows: list[dict], labels_path, n_lines: int, skips:
     "Rows whose answer matches line `line` of the labels file; a mismatch or a short/long labels file is a `DataError`."
     labels = read_text_lines(labels_path)
     if len(labels) != n_lines:
-        skips.handle(DataError(f'{len(labels)} labels for {n_lines} rows', labels_path, min(len(labels), n_lines) + 1))
+        skips.handle(DataError(f'{len(labels)} labels for {n_lines} rows', labels_path,
+                               min(len(labels), n_lines) + 1))
     kept = []
     for r in rows:
         given = labels[r['line'] - 1].strip() if r['line'] <= len(labels) else None
@@ -132,11 +139,12 @@ def _check_winogrande_labels(rows: list[dict], labels_path, n_lines: int, skips:
 def load_winogrande(split: str='dev', # one of `WINOGRANDE_SPLITS` (ignored when `path` is given)
                     path=None, # a JSONL file in WinoGrande format instead of the raw split
                     strict: bool=True, # raise on the first bad row; else skip it and report the count
-                    check_labels: bool=True # compare answers with `<name>-labels.lst` beside the file, when there is one
+                    check_labels: bool=True # compare answers with `<name>-labels.lst` beside the file, if there is one
                    ) -> pd.DataFrame:
     "WinoGrande rows: qID, sentence, option1, option2, answer (1/2), label (0/1), twin_key, line."
     if path is None:
-        if split not in WINOGRANDE_SPLITS: raise ValueError(f'unknown WinoGrande split {split!r}; expected one of {WINOGRANDE_SPLITS}')
+        if split not in WINOGRANDE_SPLITS:
+            raise ValueError(f'unknown WinoGrande split {split!r}; expected one of {WINOGRANDE_SPLITS}')
         path = raw_path('winogrande', f'{split}.jsonl')
     path, skips = Path(path), SkipLog(strict=strict)
     rows = read_jsonl_rows(path, parse_winogrande_row, skips)
@@ -146,9 +154,10 @@ def load_winogrande(split: str='dev', # one of `WINOGRANDE_SPLITS` (ignored when
     record_provenance(f'winogrande/{path.stem}', path, len(rows), skips)
     return rows_frame(rows, ['qID', 'sentence', 'option1', 'option2', 'answer', 'label', 'twin_key', 'line'])
 
-# %% ../../nbs/10_winodict_sources.ipynb #67978fdb
+# %% ../../nbs/10_winodict_sources.ipynb #f047aef8
 PENN_TAGS = ('VB', 'VBD', 'VBG', 'VBN', 'VBZ', 'JJ', 'NN', 'NNS')
 
+# %% ../../nbs/10_winodict_sources.ipynb #67978fdb
 def parse_word_forms(field: str, # e.g. 'VB:blick,VBD:blicked,...'
                      path=None, line: int|None=None) -> dict:
     "Penn tag -> inflected form; every tag of `PENN_TAGS` must be there exactly once."
@@ -156,9 +165,11 @@ def parse_word_forms(field: str, # e.g. 'VB:blick,VBD:blicked,...'
     for item in field.split(','):
         tag, sep, form = item.partition(':')
         if not sep or not form or tag in forms or tag not in PENN_TAGS:
-            raise DataError(f'bad item {item!r} (expected TAG:form, TAG one of {PENN_TAGS}, no repeats)', path, line, 'forms')
+            raise DataError(f'bad item {item!r} (expected TAG:form, TAG one of {PENN_TAGS}, no repeats)',
+                            path, line, 'forms')
         forms[tag] = form
-    if len(forms) != len(PENN_TAGS): raise DataError(f'missing tags {[t for t in PENN_TAGS if t not in forms]}', path, line, 'forms')
+    if len(forms) != len(PENN_TAGS):
+        raise DataError(f'missing tags {[t for t in PENN_TAGS if t not in forms]}', path, line, 'forms')
     return forms
 
 # %% ../../nbs/10_winodict_sources.ipynb #985eea52
@@ -197,6 +208,7 @@ def parse_morph_rule_line(text: str, # e.g. "VBD(ed:ed,se:sed,re:re'd)"
     if dup: raise DataError(f'suffix {dup[0]!r} has two rules', path, line, tag)
     return tag, rules
 
+# %% ../../nbs/10_winodict_sources.ipynb #14d81b13
 def load_morph_rules(path=None, # a rules file; default: the raw `winodict/morph_rules.txt`
                      strict: bool=True # raise on the first bad line; else skip it and report the count
                     ) -> dict[str, list[tuple[str, str]]]:
@@ -212,31 +224,38 @@ def load_morph_rules(path=None, # a rules file; default: the raw `winodict/morph
     record_provenance('winodict/morph_rules', path, len(rules), skips)
     return rules
 
-# %% ../../nbs/10_winodict_sources.ipynb #1f67f97a
+# %% ../../nbs/10_winodict_sources.ipynb #f4efcbd1
 FOREIGN_WORD_SCHEMA = dict(id=str, sentence=str, option1=str, option2=str, answer=(str, int),
                            word=str, surface=str, pos=str, definition=str)
+
+# %% ../../nbs/10_winodict_sources.ipynb #807f12db
 CONTENT_POS = ('NOUN', 'VERB', 'ADJ', 'ADV')
 
+# %% ../../nbs/10_winodict_sources.ipynb #1f67f97a
 def parse_foreign_word_row(rec: dict, path=None, line: int|None=None) -> dict:
     "Validate a foreign-word example: one `_`, answer 1/2, a content POS, the surface form in the sentence."
     check_record(rec, FOREIGN_WORD_SCHEMA, path, line)
     r = parse_winogrande_row({**rec, 'qID': rec['id']}, path, line)
-    if rec['pos'] not in CONTENT_POS: raise DataError(f'expected one of {CONTENT_POS}, got {rec["pos"]!r}', path, line, 'pos')
-    if rec['surface'] not in rec['sentence']: raise DataError(f'{rec["surface"]!r} is not in the sentence', path, line, 'surface')
+    if rec['pos'] not in CONTENT_POS:
+        raise DataError(f'expected one of {CONTENT_POS}, got {rec["pos"]!r}', path, line, 'pos')
+    if rec['surface'] not in rec['sentence']:
+        raise DataError(f'{rec["surface"]!r} is not in the sentence', path, line, 'surface')
     return {k: v for k, v in r.items() if k not in ('qID', 'twin_key')}
 
+# %% ../../nbs/10_winodict_sources.ipynb #d8ae0d6c
 def load_foreign_words(path=None, # a JSONL file; default: the raw `winodict/foreign_words.jsonl`
                        strict: bool=True # raise on the first bad row; else skip it and report the count
                       ) -> pd.DataFrame:
-    "WinoDict's foreign-word examples: id, sentence, options, answer (1/2), label, word, surface, pos, definition, line."
+    "WinoDict's foreign-word examples: id, sentence, options, answer 1/2, label, word, surface, pos, definition, line."
     path, skips = Path(path) if path else raw_path('winodict', 'foreign_words.jsonl'), SkipLog(strict=strict)
     rows = read_jsonl_rows(path, parse_foreign_word_row, skips)
     record_provenance('winodict/foreign_words', path, len(rows), skips)
-    return rows_frame(rows, ['id', 'sentence', 'option1', 'option2', 'answer', 'label', 'word', 'surface', 'pos', 'definition', 'line'])
+    return rows_frame(rows, ['id', 'sentence', 'option1', 'option2', 'answer', 'label', 'word', 'surface', 'pos',
+                             'definition', 'line'])
 
 # %% ../../nbs/10_winodict_sources.ipynb #4d5f39b2
 def winodict_sources() -> dict:
-    "WinoDict's raw sources as `name -> loader(strict)`: WSC, the released words, rules and foreign examples, WinoGrande."
+    "WinoDict's raw sources as `name -> loader(strict)`: WSC, the released words, rules, foreign examples, WinoGrande."
     loaders = {'wsc': load_wsc, 'winodict/words': load_winodict_words, 'winodict/morph_rules': load_morph_rules,
                'winodict/foreign_words': load_foreign_words}
     for s in WINOGRANDE_SPLITS: loaders[f'winogrande/{s}'] = lambda strict, s=s: load_winogrande(s, strict=strict)

@@ -99,7 +99,8 @@ class WinoDictTask(Task):
                'limit': Option('only the first N records (twin pairs kept whole)', int)}
     grids = {
         'cpu': [dict(strategies=list(TABLE2_STRATEGIES), shots=[0], seeds=[0], pairs=80),
-                dict(strategies=list(TABLE2_STRATEGIES), shots=[1, 5], seeds=[0, 1, 2], pairs=80, buckets=['prob3_of_5'])],
+                dict(strategies=list(TABLE2_STRATEGIES), shots=[1, 5], seeds=[0, 1, 2], pairs=80,
+                     buckets=['prob3_of_5'])],
         'cpu-strategies': [dict(strategies=list(STRATEGIES), shots=[0], seeds=[0], pairs=80, buckets=['prob3_of_5'])],
         'full': [dict(strategies=list(TABLE2_STRATEGIES), shots=[0, 1, 5], seeds=[0, 1, 2]),
                  dict(strategies=list(STRATEGIES), shots=[0], seeds=[0])]}
@@ -107,7 +108,8 @@ class WinoDictTask(Task):
         "The records to evaluate (a sample of twin pairs) and the shot pool (every record of the chosen word sets)."
         pool = [r for r in load_items(dataset) if not buckets or r['bucket'] in buckets]
         return sample_pairs(limit_items(pool, limit), pairs), pool
-    def skip_reason(self, strategy) -> str: return f'the strategy cannot render (missing {"/".join(sorted(needs(strategy)))})'
+    def skip_reason(self, strategy) -> str:
+        return f'the strategy cannot render (missing {"/".join(sorted(needs(strategy)))})'
 
 # %% ../../nbs/14_winodict_task.ipynb #c63777a3
 @patch
@@ -118,12 +120,14 @@ def jobs(self: WinoDictTask, items, settings, pool):
         st = get_strategy(s.strategy)
         groups = {}  # the strategy's shot pool by (bucket, source): select_shots then scans only those
         for r in pool:
-            if applies(r, st): groups.setdefault((r.get('bucket'), r['source'] if self.same_source else None), []).append(r)
+            if applies(r, st):
+                groups.setdefault((r.get('bucket'), r['source'] if self.same_source else None), []).append(r)
         for it in items:
             if not applies(it, st):
                 yield Job(it, s, None)
                 continue
-            mk = (it['id'], it['bucket'], s.shots, s.seed, tuple(sorted(needs(st))), st.word)  # same pool, word type: same shots
+            # same pool and word type: same shots
+            mk = (it['id'], it['bucket'], s.shots, s.seed, tuple(sorted(needs(st))), st.word)
             if mk not in shots_memo:
                 group = groups.get((it['bucket'], it['source'] if self.same_source else None), [])
                 shots_memo[mk] = select_shots(it, group, s.shots, s.seed, self.same_source, st)
@@ -147,7 +151,8 @@ def row(self: WinoDictTask, it, s, requests, scores, lm) -> dict:
     pred = pd.NA if failed else decide(scores)
     word_type = get_strategy(s.strategy).word
     return dict(dataset='original' if word_type == 'original' else 'winodict', word_type=word_type, strategy=s.strategy,
-                shots=s.shots, seed=s.seed, **{c: it[c] for c in _ITEM_COLUMNS if c in it}, **_item_attributes(it, count),
+                shots=s.shots, seed=s.seed, **{c: it[c] for c in _ITEM_COLUMNS if c in it},
+                **_item_attributes(it, count),
                 logprob1=lp1, logprob2=lp2, pred=pred, correct=pd.NA if failed else int(pred == it['label']),
                 failed=failed, n_cont_tokens=n1, nll=(-lp1 / max(n1, 1) - lp2 / max(n2, 1)) / 2)
 
@@ -158,7 +163,8 @@ WINODICT = register_task(WinoDictTask())
 def once_per_twin(results: pd.DataFrame) -> pd.DataFrame:
     "Rows of original-word strategies once per twin (first word set, bucket set to '-'); other rows unchanged."
     orig = results.word_type == 'original'
-    keep = results[orig].sort_values('bucket', kind='stable').drop_duplicates(['model', 'strategy', 'shots', 'seed', 'id'])
+    keep = (results[orig].sort_values('bucket', kind='stable')
+            .drop_duplicates(['model', 'strategy', 'shots', 'seed', 'id']))
     return pd.concat([results[~orig], keep.assign(bucket='-')]).sort_index()
 
 # %% ../../nbs/14_winodict_task.ipynb #8091a2b3

@@ -19,9 +19,13 @@ __all__ = ['BOS', 'EOS', 'SCORE_RANGE', 'N_BUCKETS', 'LEARNED_TAGS', 'TAGS', 'VO
            'graded', 'degree_forms', 'inflect_all', 'word_candidates', 'synthetic_words', 'released_words',
            'released_rules', 'score_conventions', 'rule_agreement', 'words_vs_released', 'plot_words_vs_released']
 
-# %% ../../nbs/11_winodict_words.ipynb #efb67b73
-BOS, EOS = '<s>', '</s>'
+# %% ../../nbs/11_winodict_words.ipynb #6a445ec4
+BOS = '<s>'
 
+# %% ../../nbs/11_winodict_words.ipynb #36c98e04
+EOS = '</s>'
+
+# %% ../../nbs/11_winodict_words.ipynb #efb67b73
 @dataclass(eq=False)   # compared and hashed by identity (models are cache keys)
 class LetterModel:
     "A count-based letter n-gram model: `counts[context][symbol]`, contexts of 0 to `order`-1 symbols."
@@ -60,6 +64,7 @@ def save_letter_model(model: LetterModel, path) -> Path:
     Path(path).write_text(json.dumps({'order': model.order, 'counts': rows}))
     return Path(path)
 
+# %% ../../nbs/11_winodict_words.ipynb #38efe649
 def load_letter_model(path) -> LetterModel:
     "Read a model written by `save_letter_model`."
     d = json.loads(Path(path).read_text())
@@ -90,7 +95,8 @@ def score_word(model: LetterModel, word: str, # a lower-case word
     k = model.order - 1
     seq = ([BOS] * k if pad_start else []) + list(word) + [EOS]
     start = k if pad_start else 0
-    scored = list(range(start, start + len(word) - (0 if count_last else 1))) + ([start + len(word)] if count_end else [])
+    scored = (list(range(start, start + len(word) - (0 if count_last else 1)))
+              + ([start + len(word)] if count_end else []))
     return sum(model.logprob(seq[i], seq[max(0, i - k):i]) for i in scored)
 
 # %% ../../nbs/11_winodict_words.ipynb #4d051ab7
@@ -115,10 +121,13 @@ def sample_word(model: LetterModel, rng, # a `random.Random`
         context = context[1:] + (s,)
     return ''.join(letters)
 
-# %% ../../nbs/11_winodict_words.ipynb #31ad91fe
+# %% ../../nbs/11_winodict_words.ipynb #3128895a
 SCORE_RANGE = (-30.0, -10.0)   # kept scores, in bits
+
+# %% ../../nbs/11_winodict_words.ipynb #7620fc57
 N_BUCKETS = 5
 
+# %% ../../nbs/11_winodict_words.ipynb #31ad91fe
 def score_bucket(score: float, lo: float=SCORE_RANGE[0], hi: float=SCORE_RANGE[1], n: int=N_BUCKETS) -> str|None:
     "`probK_of_n` for the K-th of `n` equal-width buckets over [lo, hi] (right-closed); None outside."
     if not lo <= score <= hi: return None
@@ -133,8 +142,9 @@ def draw_candidates(model: LetterModel, lexicon, # words that are not new (a set
     for i in range(n_draws):
         w = sample_word(model, seeded_rng('winodict-word', seed, i), max_length)
         s = score_word(model, w) if w else -math.inf
-        status = ('in_lexicon' if w in lexicon else 'too_short' if len(w) < min_length else 'impossible' if s == -math.inf
-                  else 'improbable' if s < score_range[0] else 'too_probable' if s > score_range[1] else 'duplicate' if w in seen else 'ok')
+        status = ('in_lexicon' if w in lexicon else 'too_short' if len(w) < min_length
+                  else 'impossible' if s == -math.inf else 'improbable' if s < score_range[0]
+                  else 'too_probable' if s > score_range[1] else 'duplicate' if w in seen else 'ok')
         if status == 'ok': seen.add(w)
         rows.append(dict(draw=i, word=w, score=s, bucket=score_bucket(s, *score_range), status=status))
     return pd.DataFrame(rows)
@@ -145,6 +155,7 @@ def suffix_edit(lemma: str, form: str) -> tuple[str, str]:
     n = len(os.path.commonprefix([lemma, form]))
     return lemma[n:], form[n:]
 
+# %% ../../nbs/11_winodict_words.ipynb #18d71b50
 def inflect(word: str, tag: str, # a Penn tag, a key of `rules`
             rules: dict # Penn tag -> {suffix: replacement}
            ) -> str|None:
@@ -160,7 +171,7 @@ def learn_suffix_rules(pairs: Iterable[tuple[str, str]], # (lemma, inflected for
                        min_suffix: int=2, # shortest suffix a rule may have
                        min_count: int=2 # votes a rule needs
                       ) -> dict[str, str]:
-    "Suffix -> replacement rules: each lemma ending votes for its replacement; keep frequent majorities, prune implied rules."
+    "Suffix -> replacement rules: lemma endings vote for replacements; keep frequent majorities, prune implied rules."
     votes = defaultdict(Counter)
     for lemma, form in pairs:
         strip, add = suffix_edit(lemma, form)
@@ -172,12 +183,15 @@ def learn_suffix_rules(pairs: Iterable[tuple[str, str]], # (lemma, inflected for
         if n >= min_count and inflect(key, 'x', {'x': rules}) != rep: rules[key] = rep
     return rules
 
-# %% ../../nbs/11_winodict_words.ipynb #95f3d06f
+# %% ../../nbs/11_winodict_words.ipynb #abb899d9
 LEARNED_TAGS = {'VERB': ('VB', 'VBD', 'VBG', 'VBN', 'VBZ'), 'NOUN': ('NN', 'NNS'), 'ADJ': ('JJ',)}
+
+# %% ../../nbs/11_winodict_words.ipynb #bc7431c6
 TAGS = ('VB', 'VBD', 'VBG', 'VBN', 'VBZ', 'VBP', 'NN', 'NNS', 'JJ', 'JJR', 'JJS', 'RB', 'RBR')
 
+# %% ../../nbs/11_winodict_words.ipynb #95f3d06f
 def inflection_pairs() -> dict[str, list[tuple[str, str]]]:
-    "Penn tag -> sorted (lemma, form) pairs from lemminflect over WordNet lemmas, and WordNet's adverb pertainyms for RB."
+    "Penn tag -> sorted (lemma, form) pairs from lemminflect over WordNet lemmas; WordNet's adverb pertainyms for RB."
     from lemminflect import getAllInflections, getInflection
     from wordbench.resources import wordnet
     wn, pairs = wordnet(), defaultdict(set)
@@ -190,7 +204,8 @@ def inflection_pairs() -> dict[str, list[tuple[str, str]]]:
     for s in wn.all_synsets('r'):
         for adv in s.lemmas():
             for adj in adv.pertainyms():
-                if all(x.isalpha() and x.islower() for x in (adj.name(), adv.name())): pairs['RB'].add((adj.name(), adv.name()))
+                if all(x.isalpha() and x.islower() for x in (adj.name(), adv.name())):
+                    pairs['RB'].add((adj.name(), adv.name()))
     return {t: sorted(p) for t, p in pairs.items()}
 
 # %% ../../nbs/11_winodict_words.ipynb #6c9e9783
@@ -207,20 +222,24 @@ def learned_rules(context: int=3, min_suffix: int=2, min_count: int=2) -> dict[s
     os.replace(tmp, path)
     return json.loads(path.read_text())
 
-# %% ../../nbs/11_winodict_words.ipynb #90c09989
+# %% ../../nbs/11_winodict_words.ipynb #ebaa665b
 VOWELS = set('aeiou')
 
+# %% ../../nbs/11_winodict_words.ipynb #90c09989
 def graded(adj: str, suffix: str='er') -> str:
     "Suffixal comparative (`er`) or superlative (`est`): y -> ier, e -> er, CVC consonant doubling, else + er."
     if len(adj) > 1 and adj[-1] == 'y' and adj[-2] not in VOWELS: return adj[:-1] + 'i' + suffix
     if adj[-1] == 'e': return adj + suffix[1:]
-    if len(adj) > 2 and adj[-1] not in VOWELS | set('wxy') and adj[-2] in VOWELS and adj[-3] not in VOWELS: return adj + adj[-1] + suffix
+    if len(adj) > 2 and adj[-1] not in VOWELS | set('wxy') and adj[-2] in VOWELS and adj[-3] not in VOWELS:
+        return adj + adj[-1] + suffix
     return adj + suffix
 
+# %% ../../nbs/11_winodict_words.ipynb #175354fa
 def degree_forms(adj: str, adv: str, rng, # the JJ and RB forms; a `random.Random` for the periphrastic draw
                  max_suffixed: int=6, p_more: float=0.25) -> dict[str, str]:
     "JJR, JJS and RBR: periphrastic (more/most) for long words or with probability `p_more`, else suffixed."
-    if rng.random() < p_more or len(adj) > max_suffixed: return {'JJR': f'more {adj}', 'JJS': f'most {adj}', 'RBR': f'more {adv}'}
+    if rng.random() < p_more or len(adj) > max_suffixed:
+        return {'JJR': f'more {adj}', 'JJS': f'most {adj}', 'RBR': f'more {adv}'}
     return {'JJR': graded(adj, 'er'), 'JJS': graded(adj, 'est'), 'RBR': graded(adj, 'er')}
 
 # %% ../../nbs/11_winodict_words.ipynb #8e0c1137
@@ -249,6 +268,7 @@ def word_candidates(seed: int=1, n_draws: int=3000, rules: dict|None=None) -> pd
         rows.append({**r, **{t: (forms or {}).get(t) for t in TAGS}})
     return pd.DataFrame(rows)
 
+# %% ../../nbs/11_winodict_words.ipynb #397087b2
 def synthetic_words(seed: int=1, n_draws: int=3000) -> pd.DataFrame:
     "The kept synthetic words: word, score, bucket and one column per Penn tag in `TAGS`, in draw order."
     c = word_candidates(seed, n_draws)
@@ -262,6 +282,7 @@ def released_words() -> pd.DataFrame:
     forms = pd.DataFrame(list(d.forms), index=d.index)
     return pd.concat([d[['word']].assign(score=d.log2_score, length=d.word.str.len()), forms], axis=1)
 
+# %% ../../nbs/11_winodict_words.ipynb #2e443603
 def released_rules() -> dict[str, dict[str, str]]:
     "The released suffix rules as Penn tag -> {suffix: replacement}."
     from wordbench.winodict.sources import load_morph_rules
@@ -279,7 +300,8 @@ def score_conventions(model: LetterModel, released: pd.DataFrame # columns word,
                 ok = s > -math.inf
                 d = (s - released.score)[ok]
                 rows.append(dict(pad_start=pad, count_last=last, count_end=end, finite=int(ok.sum()), n=len(s),
-                                 pearson=s[ok].corr(released.score[ok]), spearman=s[ok].corr(released.score[ok], method='spearman'),
+                                 pearson=s[ok].corr(released.score[ok]),
+                                 spearman=s[ok].corr(released.score[ok], method='spearman'),
                                  mean_abs_diff=d.abs().mean(), within_1_bit=(d.abs() < 1).mean()))
     return pd.DataFrame(rows).sort_values('pearson', ascending=False, ignore_index=True)
 
@@ -304,8 +326,10 @@ def words_vs_released(ours: pd.DataFrame, released: pd.DataFrame) -> pd.DataFram
     "One row per word of either set: source (ours / released), word, score, length, bucket."
     parts = [d[['word', 'score']].assign(source=src) for src, d in (('ours', ours), ('released', released))]
     t = pd.concat(parts, ignore_index=True)
-    return t.assign(length=t.word.str.len(), bucket=t.score.map(score_bucket))[['source', 'word', 'score', 'length', 'bucket']]
+    return (t.assign(length=t.word.str.len(), bucket=t.score.map(score_bucket))
+            [['source', 'word', 'score', 'length', 'bucket']])
 
+# %% ../../nbs/11_winodict_words.ipynb #1f7323c6
 def plot_words_vs_released(tidy: pd.DataFrame # `words_vs_released` output
                           ):
     "A three-panel figure: score histograms, length and bucket shares, ours vs released."
@@ -314,7 +338,8 @@ def plot_words_vs_released(tidy: pd.DataFrame # `words_vs_released` output
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     from wordbench.report import PALETTE
     palette = {k: PALETTE[k] for k in ('ours', 'released')}
-    sns.histplot(tidy, x='score', hue='source', stat='density', common_norm=False, element='step', binwidth=1, palette=palette, ax=axes[0])
+    sns.histplot(tidy, x='score', hue='source', stat='density', common_norm=False, element='step', binwidth=1,
+                 palette=palette, ax=axes[0])
     for e in range(-30, -9, 4): axes[0].axvline(e, color='grey', lw=0.6, ls=':')
     axes[0].set(xlabel='score (bits; buckets dotted)', ylabel='density', title='Score')
     for ax, col, title in ((axes[1], 'length', 'Length (letters)'), (axes[2], 'bucket', 'Score bucket')):
