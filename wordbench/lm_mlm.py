@@ -60,7 +60,7 @@ def _mask_logprobs(self: HFMaskedLM, seqs, positions):
 
 # %% ../nbs/03d_lm_mlm.ipynb #c2daf1f3
 @patch
-def topk(self: HFMaskedLM, requests):
+def topk(self: HFMaskedLM, requests, progress: bool|None=None):
     "Per request, a `TopK`: `k` pairs `(word, logprob)` at the mask, most likely first, and the targets."
     import torch
     tok = self.tokenizer
@@ -76,7 +76,7 @@ def topk(self: HFMaskedLM, requests):
 
 # %% ../nbs/03d_lm_mlm.ipynb #5b267a5b
 @patch
-def loglikelihood(self: HFMaskedLM, requests):
+def loglikelihood(self: HFMaskedLM, requests, progress: bool|None=None):
     "Pseudo-log-likelihood `(sum over continuation tokens masked one at a time, all argmax)` per request."
     import torch
     tok, seqs, pos, owner = self.tokenizer, [], [], []

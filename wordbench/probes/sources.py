@@ -18,11 +18,12 @@ __all__ = ['PROBE_DATASETS', 'parse_probe_line', 'load_probe', 'load_neg_simp_ca
 # %% ../../nbs/30_probes_sources.ipynb #3e6f10bb
 PROBE_DATASETS = {'NEG-136-SIMP': 'original/NEG-136-SIMP.txt', 'ROLE-88': 'original/ROLE-88.txt',
                   'NEG-1500-SIMP-TEMP': 'NEG-1500-SIMP-TEMP.txt', 'NEG-1500-SIMP-GEN': 'NEG-1500-SIMP-GEN.txt',
-                  'ROLE-1500': 'ROLE-1500.txt'}
+                  'ROLE-1500': 'ROLE-1500.txt'}  # dataset -> its file under the raw `probes/` folder
 
+# %% ../../nbs/30_probes_sources.ipynb #3e6f10bc
 def parse_probe_line(text: str, # one line, e.g. 'A robin is a bird,'
                      path=None, line: int|None=None) -> dict:
-    "Sentence (whitespace normalised, comma dropped), context (all but the last word), target and whether it is negated."
+    "Sentence (whitespace normalised, comma dropped), context (all but the last word), target, whether negated."
     s = re.sub(r'\s+', ' ', text).strip()
     if not s: raise DataError('blank line (pairs are consecutive lines)', path, line)
     if not s.endswith(','): raise DataError(f"expected a trailing ',', got {s[-20:]!r}", path, line, 'sentence')
@@ -32,18 +33,20 @@ def parse_probe_line(text: str, # one line, e.g. 'A robin is a bird,'
                 negated='not' in (w.lower() for w in words[:-1]))
 
 # %% ../../nbs/30_probes_sources.ipynb #50288777
-def load_probe(dataset: str, # a key of `PROBE_DATASETS`, or any name when `path` is given ('NEG...' enables the negation check)
+def load_probe(dataset: str, # a key of `PROBE_DATASETS`, or any name with `path` ('NEG...' checks the negations)
                path=None, # a probe file instead of the raw one
-               strict: bool=True # raise on the first bad line; else skip it (and its partner) and report the count
+               strict: bool=True # raise on the first bad line; else skip it (and its partner), report the count
               ) -> pd.DataFrame:
-    "Probe sentences: dataset, line, pair, position (0/1), sentence, context, target, negated, repeat (pair seen before)."
+    "Probe sentences: dataset, line, pair, position (0/1), sentence, context, target, negated, repeat (seen before)."
     if path is None:
-        if dataset not in PROBE_DATASETS: raise ValueError(f'unknown probe dataset {dataset!r}; expected one of {list(PROBE_DATASETS)}')
+        if dataset not in PROBE_DATASETS:
+            raise ValueError(f'unknown probe dataset {dataset!r}; expected one of {list(PROBE_DATASETS)}')
         path = raw_path('probes', *PROBE_DATASETS[dataset].split('/'))
     path, skips, rows = Path(path), SkipLog(strict=strict), []
     for line, text in enumerate(read_text_lines(path), 1):
         try:
-            r = dict(dataset=dataset, line=line, pair=(line - 1) // 2, position=(line - 1) % 2, **parse_probe_line(text, path, line))
+            r = dict(dataset=dataset, line=line, pair=(line - 1) // 2, position=(line - 1) % 2,
+                     **parse_probe_line(text, path, line))
             if dataset.startswith('NEG') and r['negated'] != bool(r['position']):
                 want = 'negated' if r['position'] else 'affirmative'
                 raise DataError(f"expected the {want} sentence of pair {r['pair']}", path, line, 'negation')
@@ -58,10 +61,11 @@ def load_probe(dataset: str, # a key of `PROBE_DATASETS`, or any name when `path
         a['repeat'] = b['repeat'] = key in seen
         seen.add(key)
     record_provenance(f'probes/{dataset}', path, len(rows), skips)
-    return rows_frame(rows, ['dataset', 'line', 'pair', 'position', 'sentence', 'context', 'target', 'negated', 'repeat'])
+    return rows_frame(rows, ['dataset', 'line', 'pair', 'position', 'sentence', 'context', 'target', 'negated',
+                             'repeat'])
 
 # %% ../../nbs/30_probes_sources.ipynb #a155a7c7
-def load_neg_simp_categories(path=None, # a CSV `Category,Subcategory`; default: the raw `probes/original/neg_simp_categories.csv`
+def load_neg_simp_categories(path=None, # a CSV `Category,Subcategory`; default: the raw one in `probes/original/`
                              strict: bool=True # raise on the first bad row; else skip it and report the count
                             ) -> pd.DataFrame:
     "Categories of the NEG-SIMP template: category, items (list of str), line."
@@ -83,6 +87,7 @@ def probe_prediction_models(dataset: str # a key of `PROBE_DATASETS`
     "Names of the models (file stems) with published predictions for `dataset`."
     return sorted(p.stem for p in raw_path('probes', 'predictions', dataset).glob('*.txt'))
 
+# %% ../../nbs/30_probes_sources.ipynb #c29b9348
 _PY_STR = r"'(?:[^'\\\n]|\\.)*'" + '|' + r'"(?:[^"\\\n]|\\.)*"'  # a plain (unprefixed) string literal
 _PY_STR_LIST = re.compile(rf"\[\s*(?:(?:{_PY_STR})\s*(?:,\s*(?:{_PY_STR})\s*)*,?\s*)?\]")
 
@@ -93,13 +98,15 @@ def parse_str_list(text: str # e.g. "['fish', \"trout's\"]"
     if not _PY_STR_LIST.fullmatch(s): return ast.literal_eval(s)
     return [lit[1:-1] if '\\' not in lit else ast.literal_eval(lit) for lit in re.findall(_PY_STR, s)]
 
+# %% ../../nbs/30_probes_sources.ipynb #c29b9349
 def parse_prediction_line(text: str, # one line of a predictions file
                           fmt: str='list', # 'list' (a Python list of str) or 'token' (GPT-3 top-1: one raw token)
                           path=None, line: int|None=None) -> list[str]:
     "The predicted words of one line; a `token` line gives a one-element list of the stripped token."
     if fmt == 'token': return [text.strip()]
     try: preds = parse_str_list(text)
-    except (ValueError, SyntaxError) as e: raise DataError(f'not a Python list ({type(e).__name__})', path, line, 'predictions') from None
+    except (ValueError, SyntaxError) as e:
+        raise DataError(f'not a Python list ({type(e).__name__})', path, line, 'predictions') from None
     if not isinstance(preds, list) or not all(isinstance(p, str) for p in preds):
         raise DataError(f'expected a list of strings, got {text[:40]!r}', path, line, 'predictions')
     return preds
@@ -108,15 +115,16 @@ def parse_prediction_line(text: str, # one line of a predictions file
 def load_probe_predictions(dataset: str, # a key of `PROBE_DATASETS`
                            model: str, # a name from `probe_prediction_models(dataset)`
                            path=None, # a predictions file instead of the raw one
-                           n_sentences: int|None=None, # lines the file must have; default: the dataset's (none for your own `path`)
-                           fmt: str='auto', # 'list', 'token', or 'auto' ('token' when the file name has 'top1')
+                           n_sentences: int|None=None, # lines the file must have; default: the dataset's (none: path)
+                           fmt: str='auto', # 'list', 'token', or 'auto' ('token' when the name has 'top1')
                            strict: bool=True # raise on the first bad line; else skip it and report the count
                           ) -> pd.DataFrame:
-    "Published predictions for one dataset and model: line (= the sentence's line in the dataset), predictions (list of str)."
+    "Published predictions of one dataset and model: line (the sentence's line in the dataset), predictions (list)."
     if path is None:
         if dataset not in PROBE_DATASETS: raise ValueError(f'unknown probe dataset {dataset!r}')
         path = raw_path('probes', 'predictions', dataset, f'{model}.txt')
-        if n_sentences is None: n_sentences = len(read_text_lines(raw_path('probes', *PROBE_DATASETS[dataset].split('/'))))
+        if n_sentences is None:
+            n_sentences = len(read_text_lines(raw_path('probes', *PROBE_DATASETS[dataset].split('/'))))
     path, skips, rows = Path(path), SkipLog(strict=strict), []
     if fmt == 'auto': fmt = 'token' if 'top1' in path.stem else 'list'
     lines = read_text_lines(path)
@@ -140,7 +148,8 @@ def probe_sources() -> dict:
         except FileNotFoundError as e:
             models, loaders[f'probes/predictions/{d}'] = [], failing_loader(e)
         for m in models:
-            loaders[f'probes/predictions/{d}/{m}'] = lambda strict, d=d, m=m: load_probe_predictions(d, m, strict=strict)
+            loaders[f'probes/predictions/{d}/{m}'] = (lambda strict, d=d, m=m:
+                                                      load_probe_predictions(d, m, strict=strict))
     return loaders
 
 register_sources('probes', probe_sources)
