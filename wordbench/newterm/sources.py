@@ -19,22 +19,26 @@ NEWTERM_SCHEMAS = {
     'CSJ': dict(term=str, meaning=str, question=str, gold=bool, type=str),
     'new_terms': dict(term=str, meaning=str, type=str),
     'term_generation': dict(term=str, meaning=str, phrases=list)}
-NEWTERM_YEARS = (2022, 2023, 2024, 'multilingual')
 
+# %% ../../nbs/20_newterm_sources.ipynb #c9c67898
+NEWTERM_YEARS = (2022, 2023, 2024, 'multilingual')  # the released sets; 'multilingual' is multilingual_2024
+
+# %% ../../nbs/20_newterm_sources.ipynb #c9c67899
 def _check_strings(values: list, n: int, field: str, path, line):
     if len(values) != n or not all(isinstance(v, str) for v in values):
         raise DataError(f'expected a list of {n} strings, got {values!r:.60}', path, line, field)
 
 def parse_newterm_row(task: str, # a key of `NEWTERM_SCHEMAS`
                       rec: dict, path=None, line: int|None=None) -> dict:
-    "Validate a NewTerm row: 4 string choices and gold 0-3 (COMA/COST), a cause/effect split, one `_` in COST, 5 phrases."
+    "Validate a NewTerm row: 4 string choices, gold 0-3, a cause/effect split, one `_` in COST, 5 phrases."
     check_record(rec, NEWTERM_SCHEMAS[task], path, line)
     if 'choices' in rec:
         _check_strings(rec['choices'], 4, 'choices', path, line)
         if not 0 <= rec['gold'] < 4: raise DataError(f'expected 0-3, got {rec["gold"]}', path, line, 'gold')
     if task == 'COMA' and rec['split'] not in ('cause', 'effect'):
         raise DataError(f"expected 'cause' or 'effect', got {rec['split']!r}", path, line, 'split')
-    if task == 'COST' and rec['question'].count('_') != 1: raise DataError("expected exactly one '_'", path, line, 'question')
+    if task == 'COST' and rec['question'].count('_') != 1:
+        raise DataError("expected exactly one '_'", path, line, 'question')
     if task == 'term_generation': _check_strings(rec['phrases'], 5, 'phrases', path, line)
     return rec
 
@@ -44,7 +48,8 @@ def newterm_path(task: str, # COMA, COST, CSJ, new_terms or term_generation
                  clean: bool=False # the human-filtered `_clean` file (COMA/COST/CSJ of 2022 and 2023)
                 ) -> Path:
     "Path of a raw NewTerm file, with a clear error for a combination the release does not have."
-    if task not in NEWTERM_SCHEMAS: raise ValueError(f'unknown NewTerm task {task!r}; expected one of {list(NEWTERM_SCHEMAS)}')
+    if task not in NEWTERM_SCHEMAS:
+        raise ValueError(f'unknown NewTerm task {task!r}; expected one of {list(NEWTERM_SCHEMAS)}')
     if year not in NEWTERM_YEARS: raise ValueError(f'unknown NewTerm year {year!r}; expected one of {NEWTERM_YEARS}')
     folder = 'multilingual_2024' if year == 'multilingual' else f'benchmark_{year}'
     name = task + ('_clean' if clean else '') + '.jsonl'
@@ -52,6 +57,7 @@ def newterm_path(task: str, # COMA, COST, CSJ, new_terms or term_generation
         raise ValueError(f'NewTerm {folder} has no {name}')
     return raw_path('newterm', folder, name)
 
+# %% ../../nbs/20_newterm_sources.ipynb #001522d3
 def load_newterm(task: str, # COMA, COST, CSJ, new_terms or term_generation
                  year: int|str=2022, # 2022, 2023, 2024 or 'multilingual'
                  clean: bool=False, # the human-filtered `_clean` file
@@ -59,7 +65,8 @@ def load_newterm(task: str, # COMA, COST, CSJ, new_terms or term_generation
                  strict: bool=True # raise on the first bad row; else skip it and report the count
                 ) -> pd.DataFrame:
     "One NewTerm file as a DataFrame: the task's fields (see `NEWTERM_SCHEMAS`) and `line`."
-    if task not in NEWTERM_SCHEMAS: raise ValueError(f'unknown NewTerm task {task!r}; expected one of {list(NEWTERM_SCHEMAS)}')
+    if task not in NEWTERM_SCHEMAS:
+        raise ValueError(f'unknown NewTerm task {task!r}; expected one of {list(NEWTERM_SCHEMAS)}')
     path = Path(path) if path else newterm_path(task, year, clean)
     skips = SkipLog(strict=strict)
     rows = read_jsonl_rows(path, lambda rec, p, l: parse_newterm_row(task, rec, p, l), skips)

@@ -1,0 +1,77 @@
+"The NewTerm construction pipeline on scripted replies: released items round-trip, reruns are free, the CLI builds."
+import json, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+from wordbench.core import stable_hash
+from wordbench.cache import CachedLM
+from wordbench.prompts import LETTERS
+from wordbench.newterm.items import load_items
+from wordbench.newterm.build import Pipeline, ScriptedLM, coma_candidates, csj_candidates, run_pipeline
+
+
+def toy_embed(texts):
+    v = np.array([[int(stable_hash(t)[i:i + 2], 16) - 128 for i in range(0, 16, 2)] for t in texts], dtype=float)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def choose(text):
+    "A filter reply choosing only the option whose line holds `text`."
+    def reply(request):
+        lines = request.messages[-1][1].splitlines()
+        return next(l[0] for l in lines if l[:3] in {f'{x}. ' for x in LETTERS[:6]} and l[3:] == text) + '. Because.'
+    return reply
+
+
+def test_a_released_coma_item_comes_back_with_its_gold():
+    it = load_items('COMA', [2022])[16]                  # "Juggers", split cause, gold D
+    gold = it['choices'][it['gold']]
+    others = [c for i, c in enumerate(it['choices']) if i != it['gold']] + ['they wore long coats.', 'the shop closed.']
+    related = ['Sleeves', 'Shorts', 'Cuffs', 'Collars', 'Pockets']
+    script = {('coma_sentences', 'This happened because'): f"1. {it['question']} This happened because: {gold}",
+              ('filter_coma', it['question']): choose(gold),
+              **{('coma_distractor', r): d for r, d in zip(related, others)}}
+    p = Pipeline(ScriptedLM(script), None, toy_embed, max_tries=1)
+    terms = [dict(term=it['term'], meaning=it['meaning'], type='new words not deduced', related=related)]
+    out, = coma_candidates(p, terms)
+    assert (out['question'], out['split'], out['choices'][out['gold']]) == (it['question'], 'cause', gold)
+    assert len(out['choices']) == 4 and set(out['choices']) <= set(others) | {gold}
+
+
+def test_released_csj_sentences_come_back_unchanged():
+    items = load_items('CSJ', [2022])
+    true = next(it for it in items if it['label'] == 'True')
+    false = next(it for it in items if it['label'] == 'False' and it['term'] == true['term'] and it['question'] != '') \
+        if any(it['label'] == 'False' and it['term'] == true['term'] for it in items) else None
+    false_q = false['question'] if false else true['question'].replace('.', ', they said wrongly.')
+    script = {('sentences', true['term']): '1. ' + true['question'],
+              ('csj_wrong', true['term']): f'Wrong Sentence: {false_q}\nCorresponding Wrong meaning: other',
+              ('filter_csj', true['question']): '9', ('filter_csj', false_q): '2'}
+    p = Pipeline(ScriptedLM(script), None, toy_embed, max_tries=1)
+    out = csj_candidates(p, [dict(term=true['term'], meaning=true['meaning'], type=true['term_type'], related=[])])
+    assert [(c['question'], c['gold']) for c in out] == [(true['question'], True), (false_q, False)]
+
+
+def test_a_rerun_reads_every_reply_from_the_cache(tmp_path):
+    script = {('sentences', 'wokely'): '1. The goods looked wokely to everyone.\n2. His wokely effort failed badly.'}
+    inner = ScriptedLM(script)
+    lm = CachedLM(inner, path=tmp_path/'c.sqlite')
+    terms = [dict(term='wokely', meaning='paltry', type='new words not deduced')]
+    related = {'wokely': ['poor', 'worthy', 'splendid', 'cheap', 'grand']}
+    first = run_pipeline(Pipeline(lm, lm, toy_embed, max_tries=2), terms, related=related)
+    asked = inner.counters['generate']
+    assert asked > 0
+    again = run_pipeline(Pipeline(lm, lm, toy_embed, max_tries=2), terms, related=related)
+    assert inner.counters['generate'] == asked and again == first
+
+
+def test_the_cli_builds_and_writes_a_funnel(tmp_path):
+    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'build', 'newterm', '--backend', 'dummy', '--model', 'toy',
+                        '--scorer', 'toy', '--sample', '1', '--out', str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stdout)
+    assert summary['n_terms'] == 3
+    report = json.loads((tmp_path/'report.json').read_text())
+    stages = {(r['task'], r['stage']) for r in report['funnel']}
+    assert {('terms', 'deduce'), ('terms', 'related'), ('COMA', 'sentences'), ('CSJ', 'true sentences')} <= stages
+    for f in ('COMA.jsonl', 'COST.jsonl', 'CSJ.jsonl', 'new_terms.jsonl', 'funnel.csv'): assert (tmp_path/f).exists()
