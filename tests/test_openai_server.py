@@ -18,7 +18,17 @@ def test_generate(lm):
     reqs = [GenerateRequest(messages=(('user', 'Name a colour.'),), max_tokens=12, seed=1),
             GenerateRequest(messages=(('system', 'Answer in one word.'), ('user', 'What is 2+2?')), max_tokens=8, seed=2)]
     out = lm.generate(reqs)
-    assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('stop', 'length') for o in out), out
+    assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('eos', 'length') for o in out), out
+    assert all(o.prompt_format == 'server-chat' and o.prompt_tokens > 0 and o.completion_tokens > 0 for o in out), out
+    assert lm.failures == []
+
+def test_generate_raw_prompt_and_stop(lm):
+    "A raw prompt goes to /v1/completions; a stop string ends the text before it, like the hf backend."
+    count, = lm.generate([GenerateRequest(prompt='1, 2, 3, 4, 5,', max_tokens=12, stop=(', 8',))])
+    assert count.prompt_format == 'raw' and count.text.startswith(' 6') and ', 8' not in count.text, count
+    assert count.finish_reason == 'stop', count
+    short, = lm.generate([GenerateRequest(prompt='Once upon a time', max_tokens=3)])
+    assert (short.finish_reason, short.completion_tokens) == ('length', 3), short
     assert lm.failures == []
 
 def test_echo_logprobs_refused(lm):

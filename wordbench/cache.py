@@ -5,7 +5,7 @@
 # %% ../nbs/03a_cache.ipynb #1eca6c8f
 from __future__ import annotations
 import os, sys, json, time, sqlite3, threading
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Sequence
 from fastcore.basics import patch
@@ -26,9 +26,12 @@ def request_key(lm: LM, # the backend that computes the result
 def decode_result(method: str, value):
     "A stored JSON value back in the shape `method` returns."
     if method == 'loglikelihood': return (float(value[0]), bool(value[1]))
-    if method == 'topk': return TopK(tuple((str(w), float(lp)) for w, lp in value['words']), tuple(map(tuple, value['targets'])))
-    if method == 'generate': return Generation(**value) if isinstance(value, dict) else Generation(str(value), 'unknown')
-    return value
+    if method == 'topk':
+        return TopK(tuple((str(w), float(lp)) for w, lp in value['words']), tuple(map(tuple, value['targets'])))
+    if method != 'generate': return value
+    if not isinstance(value, dict): return Generation(str(value), 'unknown')
+    known = {f.name for f in fields(Generation)}  # a row written by an older or newer version keeps what both know
+    return Generation(**{k: v for k, v in value.items() if k in known})
 
 # %% ../nbs/03a_cache.ipynb #3c81fce6
 SCHEMA = '''CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, backend TEXT, identity TEXT, method TEXT,
@@ -57,7 +60,8 @@ class CachedLM(LM):
                  path=None, # database file; default `default_cache_path()`
                  chunk_size: int=256, # requests per inner call; each chunk is committed when done
                  progress: bool|None=None): # progress bar over chunks (default: more than one chunk)
-        self.lm, self.path, self.chunk_size, self.progress = lm, Path(path or default_cache_path()), chunk_size, progress
+        self.lm, self.path, self.chunk_size, self.progress = (lm, Path(path or default_cache_path()), chunk_size,
+                                                              progress)
         self.backend, self._cons = lm.backend, {}
         self.last = {'computed': 0, 'cached': 0, 'failed': 0}
     def identity(self) -> str: return self.lm.identity()

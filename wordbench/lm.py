@@ -18,8 +18,7 @@ __all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
 
-# %% [code]
-#| export
+# %% ../nbs/03_lm.ipynb #4e84c123
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     "Score `continuation` given `context` (trailing whitespace of the context is moved onto the continuation)."
@@ -46,9 +45,11 @@ class GenerateRequest:
     stop: tuple = ()         # strings that end the completion (not included in it)
     prompt: str|None = None  # raw text to continue, for base models and dataset generation (then no `messages`)
     def __post_init__(self):
-        if (self.prompt is None) == (not self.messages): raise ValueError('a GenerateRequest needs messages or a prompt, not both')
+        if (self.prompt is None) == (not self.messages):
+            raise ValueError('a GenerateRequest needs messages or a prompt, not both')
         bad = [m for m in self.messages if not (isinstance(m, tuple) and len(m) == 2 and m[0] in CHAT_ROLES)]
-        if bad: raise ValueError(f'messages must be (role, content) pairs with a role in {CHAT_ROLES}; got {bad[0]!r:.80}')
+        if bad:
+            raise ValueError(f'messages must be (role, content) pairs with a role in {CHAT_ROLES}; got {bad[0]!r:.80}')
 
 # %% ../nbs/03_lm.ipynb #a9e47fbc
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class TopK:
     targets: tuple = () # per target `(target, rank, logprob, n_tokens)`: its first token's rank (1 = most likely;
                         # None if the backend cannot tell) and log-prob, and how many tokens the whole word takes
 
+# %% ../nbs/03_lm.ipynb #1a46f8b4
 @dataclass(frozen=True)
 class Generation:
     "What a generation request produced, and how it ended."
@@ -65,7 +67,10 @@ class Generation:
     finish_reason: str         # 'stop' (a stop string), 'eos' (the model ended it) or 'length' (`max_tokens` reached)
     prompt_tokens: int = 0     # tokens in the prompt as the model saw it
     completion_tokens: int = 0 # tokens generated (up to and including what a stop string cut off)
+    prompt_format: str = ''    # how the request became the prompt: 'raw', 'chat-template', a named fallback
+                               # ('' = not said)
 
+# %% ../nbs/03_lm.ipynb #4f9ef176
 @dataclass(frozen=True)
 class LMFailure:
     "Returned in place of a result when a call finally failed; never cached, never scored."
@@ -95,7 +100,8 @@ class LM:
 BACKENDS = Registry('backend')  # name -> `LM` subclass
 
 # %% ../nbs/03_lm.ipynb #6ca9943d
-BACKEND_MODULES = {'hf': 'wordbench.lm_hf', 'hf-mlm': 'wordbench.lm_mlm', 'openai': 'wordbench.openai_lm'}  # imported on first use
+BACKEND_MODULES = {'hf': 'wordbench.lm_hf', 'hf-mlm': 'wordbench.lm_mlm', 'hf-t5': 'wordbench.lm_t5',
+                   'openai': 'wordbench.openai_lm'}  # imported on first use
 
 # %% ../nbs/03_lm.ipynb #e4de4bae
 def register_backend(name: str): # the name `get_lm` knows the backend by
@@ -120,8 +126,9 @@ def get_lm(backend: str, # a registered backend: 'hf', 'hf-mlm', 'dummy', 'opena
     params = inspect.signature(cls.__init__).parameters
     if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
         unknown = [k for k in kwargs if k not in params]
-        if unknown: raise BackendOptionError(f"backend {backend!r} takes no option {', '.join(map(repr, unknown))}; "
-                                             f"its options: {', '.join(p for p in params if p not in ('self', 'model'))}")
+        if unknown:
+            raise BackendOptionError(f"backend {backend!r} takes no option {', '.join(map(repr, unknown))}; "
+                                     f"its options: {', '.join(p for p in params if p not in ('self', 'model'))}")
     return cls(model, **kwargs)
 
 # %% ../nbs/03_lm.ipynb #f405e117
@@ -160,7 +167,8 @@ def loglikelihood(self: DummyLM, requests, progress=None):
     self._start('loglikelihood', requests)
     def one(r):
         lp = -len(r.continuation.split() or ['']) * 4 * self._u(r.context, r.continuation)
-        return (lp + self.noise * (2 * self._u('n', r.context, r.continuation) - 1), self._u('g', r.context, r.continuation) < 0.3)
+        return (lp + self.noise * (2 * self._u('n', r.context, r.continuation) - 1),
+                self._u('g', r.context, r.continuation) < 0.3)
     return [LMFailure('dummy failure') if self._failed(r.context) else one(r) for r in requests]
 
 # %% ../nbs/03_lm.ipynb #10417d99
@@ -189,4 +197,5 @@ def generate(self: DummyLM, requests, progress=None):
         if cuts: return Generation(text[:min(cuts)], 'stop', n_prompt, len(text[:min(cuts)].split()) + 1)
         if r.max_tokens < 3: return Generation(' '.join(text.split()[:r.max_tokens]), 'length', n_prompt, r.max_tokens)
         return Generation(text, 'eos', n_prompt, 3)
-    return [LMFailure('dummy failure') if self._failed(str(r.messages) + (r.prompt or '')) else one(r) for r in requests]
+    return [LMFailure('dummy failure') if self._failed(str(r.messages) + (r.prompt or '')) else one(r)
+            for r in requests]

@@ -4,16 +4,21 @@
 
 # %% ../nbs/03c_lm_hf.ipynb #e5c64bf7
 from __future__ import annotations
-import os, sys, copy, hashlib, warnings
-from dataclasses import dataclass
+import os, sys, copy, hashlib, logging, itertools, functools
+from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation, register_backend
+from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
+                          register_backend)
+
+log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['HF_DTYPES', 'BF16_RECHECK_MARGIN', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
-           'common_prefix_length', 'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'weights_hash',
-           'pack_group', 'tree_mask', 'cut_at_stop']
+__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP',
+           'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
+           'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask',
+           'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups',
+           'slot_cache', 'layer_masks', 'sample_token', 'generate_alone']
 
 # %% ../nbs/03c_lm_hf.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -21,10 +26,12 @@ def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
     stripped = context.rstrip()
     return stripped, context[len(stripped):] + continuation
 
+# %% ../nbs/03c_lm_hf.ipynb #a6776c40
 def prefix_token_id(tokenizer) -> int:
     "The token that stands in for an empty context: BOS, else EOS."
     return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
 
+# %% ../nbs/03c_lm_hf.ipynb #fe39816d
 def encode_text(tokenizer, text: str) -> list[int]:
     "Token ids with the tokenizer's default special tokens, but no second BOS when `text` starts with it."
     bos = tokenizer.decode([prefix_token_id(tokenizer)]) if prefix_token_id(tokenizer) is not None else None
@@ -50,6 +57,7 @@ def common_prefix_length(a: Sequence, b: Sequence) -> int:
         n += 1
     return n
 
+# %% ../nbs/03c_lm_hf.ipynb #fcdafed5
 def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
     "Number of nodes of the prefix trie over `seqs`: the tokens a perfect prefix cache computes."
     total, prev = 0, ()
@@ -65,7 +73,8 @@ def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inpu
     "Groups `(shared prefix length, member indices)` of sorted neighbours that save the most tokens."
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
     adj = [common_prefix_length(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
-    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)   # best[j]: savings of order[:j]; cut[j]: start of its last run
+    # best[j]: savings of order[:j]; cut[j]: start of its last run
+    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
     for j in range(1, len(order) + 1):
         shared = max_shared[order[j - 1]]
         best[j], cut[j] = best[j - 1], j - 1
@@ -90,7 +99,9 @@ class HFCausalLM(LM):
                  dtype: str='float32', # float32, bfloat16 (autocast, fp32 weights) or bfloat16-weights (names only)
                  batch_size: int=16, # sequences per forward pass
                  device: str='cpu', max_length: int|None=None, # window; default from the model config
-                 progress: bool|None=None): # tqdm on stderr; default when >= 256 requests
+                 progress: bool|None=None, # tqdm on stderr; default when >= 256 requests
+                 generate_batch_size: int=32, # `generate`: rows decoded together at most
+                 generate_cache_mib: float=1024): # `generate`: key/value cache of one decoding batch, MiB at most
         if dtype not in HF_DTYPES: raise ValueError(f"dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
         self.name, self.autocast = (model if isinstance(model, str) else None), dtype == 'bfloat16'
         if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device)
@@ -100,6 +111,7 @@ class HFCausalLM(LM):
             raise ValueError(f"dtype='bfloat16' autocasts an fp32 model; this one is {weights}")
         self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity suffix
         self.recheck_margin = BF16_RECHECK_MARGIN if self.autocast else 0.0
+        self.generate_batch_size, self.generate_cache_mib = generate_batch_size, generate_cache_mib
         self._init_parts(max_length)
 
 # %% ../nbs/03c_lm_hf.ipynb #f8f4184c
@@ -127,7 +139,35 @@ def _init_parts(self: HFCausalLM, max_length):
     import torch
     emulated = self.device.type == 'cpu' and 'AVX512' not in torch.backends.cpu.get_cpu_capability()
     if self.dtype.startswith('bfloat16') and emulated:
-        warnings.warn('bfloat16 matmuls are emulated on this CPU (no AVX-512): expect them to be slower than float32')
+        log.warning('bfloat16 matmuls are emulated on this CPU (no AVX-512): expect them to be slower than float32')
+    self._init_generation()
+
+# %% ../nbs/03c_lm_hf.ipynb #32b6a104
+PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
+
+# %% ../nbs/03c_lm_hf.ipynb #83f8f990
+PREFILL_GROUP_TOKENS = 2048  # new prefix-tree tokens per prefill group (bounds the masked-out attention of one group)
+
+# %% ../nbs/03c_lm_hf.ipynb #c76d45e4
+@patch
+def _init_generation(self: HFCausalLM):
+    "End-of-sequence ids, cache geometry and sliding-window layout for `generate`."
+    cfg, gen = self.model.config.get_text_config(), self.model.generation_config
+    eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
+    self.eos_ids = {i for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None}
+    heads = getattr(cfg, 'num_key_value_heads', None) or cfg.num_attention_heads
+    dim = getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads
+    self.kv_shapes, self.kv_dtype = [(heads, dim)] * cfg.num_hidden_layers, next(self.model.parameters()).dtype
+    self.layer_types = getattr(cfg, 'layer_types', None)
+    slides = self.window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
+    self.gen_window = self.window if slides else None
+    self.prefill_chunk, self.prefill_group_tokens = PREFILL_CHUNK, PREFILL_GROUP_TOKENS
+
+@patch
+def _cache_tokens(self: HFCausalLM) -> int:
+    "Cached tokens (all layers, keys and values) that fit in `generate_cache_mib`."
+    per_token = sum(2 * h * d for h, d in self.kv_shapes) * self.kv_dtype.itemsize
+    return int(self.generate_cache_mib * 2**20 // per_token)
 
 # %% ../nbs/03c_lm_hf.ipynb #7661cf85
 @patch
@@ -160,7 +200,8 @@ def _hidden(self: HFCausalLM, ids, attention_mask=None, position_ids=None):
     import torch
     self.counters['forward_calls'] += 1
     with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-        h = self.decoder(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False).last_hidden_state
+        h = self.decoder(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
+                         use_cache=False).last_hidden_state
     return h.float() if self.autocast else h
 
 @patch
@@ -191,6 +232,7 @@ def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
         ends.append(len(ids))
     return ids, seg, pos, ends
 
+# %% ../nbs/03c_lm_hf.ipynb #b3513d45
 def tree_mask(segments, dtype): # segments `[batch, width]`: 0 prefix, k member, -1 padding
     "Additive attention mask `[batch, 1, width, width]`: causal, within the prefix or a token's own segment."
     import torch
@@ -223,7 +265,7 @@ def _rows(self: HFCausalLM, requests):
 # %% ../nbs/03c_lm_hf.ipynb #89186c7c
 @patch
 def _score(self: HFCausalLM, hidden, spots):
-    "`(logprob, is_greedy)` for each `(batch index, end, row)`: the row's targets sit at positions `end - m .. end - 1`."
+    "`(logprob, is_greedy)` per `(batch index, end, row)`: the row's targets sit at positions `end - m .. end - 1`."
     import torch
     b = torch.cat([torch.full((len(r.targets),), i) for i, _, r in spots])
     t = torch.cat([torch.arange(e - len(r.targets), e) for _, e, r in spots])
@@ -241,7 +283,8 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
     for batch in _chunks(idx, self.batch_size):
         width = len(rows[batch[0]].x)
         hidden = self._hidden(_pad([rows[i].x for i in batch], width, self.pad_id).to(self.device))
-        for i, res in zip(batch, self._score(hidden, [(b, len(rows[i].x), rows[i]) for b, i in enumerate(batch)])): results[i] = res
+        scores = self._score(hidden, [(b, len(rows[i].x), rows[i]) for b, i in enumerate(batch)])
+        for i, res in zip(batch, scores): results[i] = res
         self.counters['tokens_computed'] += sum(len(rows[i].x) for i in batch)
         self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(batch))
@@ -256,7 +299,8 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
         width = len(batch[0][0][0])
         ids = _pad([pk[0] for pk, _ in batch], width, self.pad_id)
         seg, pos = _pad([pk[1] for pk, _ in batch], width, -1), _pad([pk[2] for pk, _ in batch], width, 0)
-        hidden = self._hidden(ids.to(self.device), tree_mask(seg, self.model.dtype).to(self.device), pos.to(self.device))
+        mask = tree_mask(seg, self.model.dtype).to(self.device)
+        hidden = self._hidden(ids.to(self.device), mask, pos.to(self.device))
         spots = [(b, end, rows[i]) for b, (pk, ms) in enumerate(batch) for end, i in zip(pk[3], ms)]
         for i, res in zip([i for _, ms in batch for i in ms], self._score(hidden, spots)): results[i] = res
         self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)
@@ -279,7 +323,8 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
     groups = group_by_prefix([r.x for r in rows], [self._shareable(r) for r in rows])
     results = [None] * len(rows)
     show = progress if progress is not None else (self.progress if self.progress is not None else len(rows) >= 256)
-    with torch.inference_mode(), tqdm(total=len(rows), disable=not show, file=sys.stderr, desc='hf loglikelihood') as pbar:
+    bar = tqdm(total=len(rows), disable=not show, file=sys.stderr, desc='hf loglikelihood')
+    with torch.inference_mode(), bar as pbar:
         self._run_packed(rows, [g for g in groups if g[0] > 0], results, pbar)
         self._run_plain(rows, [i for p, ms in groups if p == 0 for i in ms], results, pbar)
     self.counters['requests'] += len(requests)
@@ -309,7 +354,8 @@ def _target_rank(logprobs, target: str, ids: list[int]) -> tuple:
 def topk(self: HFCausalLM, requests, progress: bool|None=None):
     "Per request, a `TopK`: `k` pairs `(word, logprob)` for the next token, most likely first, and the targets."
     import torch
-    ids = [encode_text(self.tokenizer, r.context)[-self.max_length:] if r.context else [prefix_token_id(self.tokenizer)] for r in requests]
+    ids = [encode_text(self.tokenizer, r.context)[-self.max_length:] if r.context else [prefix_token_id(self.tokenizer)]
+           for r in requests]
     out = [None] * len(requests)
     with torch.inference_mode():
         for batch in _chunks(sorted(range(len(ids)), key=lambda i: -len(ids[i])), self.batch_size):
@@ -318,47 +364,363 @@ def topk(self: HFCausalLM, requests, progress: bool|None=None):
             for row, i in zip(lp, batch):
                 v, t = row.topk(requests[i].k)
                 words = tuple((self.tokenizer.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
-                out[i] = TopK(words, tuple(_target_rank(row, w, self.tokenizer.encode(' ' + w, add_special_tokens=False))
-                                           for w in requests[i].targets))
+                encode = lambda w: self.tokenizer.encode(' ' + w, add_special_tokens=False)
+                out[i] = TopK(words, tuple(_target_rank(row, w, encode(w)) for w in requests[i].targets))
     self.counters['topk'] += len(requests)
     return out
 
+# %% ../nbs/03c_lm_hf.ipynb #82b263db
+CHAT_FALLBACK = 'plain-chat'  # `prompt_format` of chat messages formatted by `plain_chat_prompt` (no chat template)
+
+# %% ../nbs/03c_lm_hf.ipynb #248f88e0
+PLAIN_CHAT_STOP = '\nUser:'  # where a `plain-chat` answer ends: the next user turn
+
+# %% ../nbs/03c_lm_hf.ipynb #af45e5a1
+def plain_chat_prompt(messages: Sequence[tuple[str, str]]) -> str: # `(role, content)` pairs
+    "A plain transcript: system text, then `User:` / `Assistant:` turns, ending with `Assistant:`."
+    label = {'system': '', 'user': 'User: ', 'assistant': 'Assistant: '}
+    return '\n\n'.join([label[role] + content for role, content in messages] + ['Assistant:'])
+
 # %% ../nbs/03c_lm_hf.ipynb #f830cec6
 @patch
-def _prompt_ids(self: HFCausalLM, r: GenerateRequest) -> list[int]:
-    "Token ids of a request's prompt: the raw `prompt`, or the `messages` through the chat template."
-    tok, messages = self.tokenizer, r.messages
-    if r.prompt is not None: return encode_text(tok, r.prompt)
-    if getattr(tok, 'chat_template', None):
-        text = tok.apply_chat_template([{'role': r, 'content': c} for r, c in messages], add_generation_prompt=True, tokenize=False)
-        return tok.encode(text, add_special_tokens=False)
-    return encode_text(tok, '\n\n'.join(c for _, c in messages))
+def _prompt(self: HFCausalLM, r: GenerateRequest) -> tuple[list[int], str, tuple]:
+    "`(token ids, prompt_format, stop strings)` of a request: raw prompt, chat template, or the plain-chat fallback."
+    tok = self.tokenizer
+    if r.prompt is not None: ids, fmt, stop = encode_text(tok, r.prompt), 'raw', r.stop
+    elif getattr(tok, 'chat_template', None):
+        chat = [{'role': a, 'content': c} for a, c in r.messages]
+        text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        ids, fmt, stop = tok.encode(text, add_special_tokens=False), 'chat-template', r.stop
+    else:
+        if not self.__dict__.get('_fallback_said'):
+            log.warning(f"{self.name or type(self.model).__name__} has no chat template: chat messages are "
+                          f"formatted as '{CHAT_FALLBACK}' (plain_chat_prompt), with stop string {PLAIN_CHAT_STOP!r}")
+        self._fallback_said = True
+        ids, fmt = encode_text(tok, plain_chat_prompt(r.messages)), CHAT_FALLBACK
+        stop = tuple(r.stop) + (PLAIN_CHAT_STOP,)
+    return (ids or [prefix_token_id(tok)])[-(self.max_length - 1):], fmt, tuple(stop)   # an empty prompt: BOS (or EOS)
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     "`text` up to the first occurrence of any stop string."
     cuts = [text.find(s) for s in stop if s and s in text]
     return text[:min(cuts)] if cuts else text
 
+# %% ../nbs/03c_lm_hf.ipynb #4a5b9f4d
+@dataclass
+class _GenRow:
+    ids: list          # prompt token ids
+    limit: int         # new tokens at most
+    temperature: float
+    top_p: float
+    seed: int
+    stop: tuple        # stop strings, the fallback's included
+    fmt: str           # `prompt_format`
+    new: list = field(default_factory=list)  # generated token ids
+
+@patch
+def _gen_row(self: HFCausalLM, r: GenerateRequest) -> _GenRow:
+    "A request prepared for decoding."
+    ids, fmt, stop = self._prompt(r)
+    limit = max(0, min(r.max_tokens, self.max_length - len(ids)))
+    return _GenRow(ids, limit, r.temperature, r.top_p, r.seed, stop, fmt)
+
+@patch
+def _ending(self: HFCausalLM, row: _GenRow) -> Generation:
+    "The `Generation` of a finished row: text cut before the first stop string, and why it ended."
+    text = self.tokenizer.decode(row.new, skip_special_tokens=True)
+    cut = cut_at_stop(text, row.stop)
+    reason = 'stop' if cut != text else ('eos' if row.new and row.new[-1] in self.eos_ids else 'length')
+    return Generation(cut, reason, len(row.ids), len(row.new), row.fmt)
+
+# %% ../nbs/03c_lm_hf.ipynb #94e28283
+def plan_batches(prompts: Sequence[Sequence[int]], # each request's prompt token ids
+                 limits: Sequence[int], # new tokens each may generate
+                 max_rows: int, # rows per batch at most
+                 max_cache_tokens: int # rows × (longest prompt + most new tokens) at most
+                ) -> list[list[int]]:
+    "Request indices sorted by prompt, cut into consecutive decoding batches within both limits."
+    batches, longest, most = [], 0, 0
+    for i in sorted(range(len(prompts)), key=lambda i: list(prompts[i])):
+        grown = max(longest, len(prompts[i])), max(most, limits[i])
+        if batches and len(batches[-1]) < max_rows and (len(batches[-1]) + 1) * sum(grown) <= max_cache_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+            grown = len(prompts[i]), limits[i]
+        longest, most = grown
+    return batches
+
+# %% ../nbs/03c_lm_hf.ipynb #66b8be8f
+def prefix_tree(prompts: Sequence[Sequence[int]], # sorted token sequences of one group
+                carried: Sequence[int]=() # tokens whose cache the packed sequence starts with
+               ) -> tuple[list, list, list, list]:
+    "`(tokens, positions, paths, shared)`: new packed tokens, their positions, each prompt's path, its shared length."
+    tokens, positions, paths, shared = [], [], [], []
+    prev, path = list(carried), list(range(len(carried)))
+    for s in prompts:
+        share = min(common_prefix_length(prev, s), len(s) - 1)   # the last token is the prompt's own
+        start = len(carried) + len(tokens)
+        tokens += s[share:]
+        positions += range(share, len(s))
+        path = path[:share] + list(range(start, start + len(s) - share))
+        paths.append(path)
+        shared.append(share)
+        prev = s
+    return tokens, positions, paths, shared
+
+# %% ../nbs/03c_lm_hf.ipynb #b111c385
+def tree_attention(paths: Sequence[Sequence[int]], # each prompt's packed indices (`prefix_tree`)
+                   shared: Sequence[int], # how many leading tokens of each path an earlier prompt added
+                   q0: int, q1: int): # the chunk of packed positions that are queries
+    "Boolean mask `[q1 - q0, q1]`: each query token may attend to its ancestors in the prefix tree and itself."
+    import torch
+    allowed = torch.zeros(q1 - q0, q1, dtype=torch.bool)
+    for path, s in zip(paths, shared):
+        p, j = torch.tensor(path), torch.arange(s, len(path))
+        j = j[(p[j] >= q0) & (p[j] < q1)]   # this prompt's own tokens in the chunk
+        if not len(j): continue
+        n = int(j[-1]) + 1   # the path up to the chunk's last own token
+        allowed[p[j, None] - q0, p[None, :n]] = torch.arange(n)[None, :] <= j[:, None]
+    return allowed
+
+# %% ../nbs/03c_lm_hf.ipynb #f69d7fef
+def prefill_groups(prompts: Sequence[Sequence[int]], # a batch's prompts, sorted
+                   carried: Sequence[int], # tokens already cached before the first group
+                   max_tokens: int) -> list[list[int]]: # new tree tokens per group at most (a larger prompt is alone)
+    "Consecutive groups of prompt indices whose new prefix-tree tokens stay within `max_tokens`."
+    groups, new, prev = [], 0, carried
+    for j, s in enumerate(prompts):
+        n = len(s) - min(common_prefix_length(prev, s), len(s) - 1)
+        if groups and new + n <= max_tokens: groups[-1].append(j)
+        else: groups.append([j])
+        new = new + n if len(groups[-1]) > 1 else n
+        prev = s
+    return groups
+
+# %% ../nbs/03c_lm_hf.ipynb #949ddc7f
+@functools.cache
+def _slot_layer_class():
+    "`SlotLayer`, defined on first use so that importing this module does not import transformers."
+    from transformers.cache_utils import CacheLayerMixin
+    class SlotLayer(CacheLayerMixin):
+        "One layer's keys and values in buffers `[batch, heads, capacity, dim]`, the first `n` columns filled."
+        def __init__(self, keys, values):
+            super().__init__()
+            self.keys, self.values, self.n, self.is_initialized = keys, values, 0, True
+        def lazy_initialization(self, key_states, value_states): pass
+        def update(self, key_states, value_states, *args, **kwargs):
+            q = key_states.shape[-2]
+            self.keys[:, :, self.n:self.n + q] = key_states
+            self.values[:, :, self.n:self.n + q] = value_states
+            self.n += q
+            return self.keys[:, :, :self.n], self.values[:, :, :self.n]
+        def get_seq_length(self): return self.n
+        def get_mask_sizes(self, query_length): return self.n + query_length, 0
+        def get_max_length(self): return self.keys.shape[-2]
+    return SlotLayer
+
+# %% ../nbs/03c_lm_hf.ipynb #80e49811
+def slot_cache(shapes: Sequence[tuple[int, int]], # `(key/value heads, head dim)` per layer
+               batch: int, capacity: int, dtype, device='cpu'):
+    "A transformers `Cache` of preallocated `[batch, heads, capacity, dim]` key/value buffers, filled left to right."
+    import torch
+    from transformers.cache_utils import Cache
+    new = lambda h, d: torch.zeros(batch, h, capacity, d, dtype=dtype, device=device)
+    return Cache(layers=[_slot_layer_class()(new(h, d), new(h, d)) for h, d in shapes])
+
+# %% ../nbs/03c_lm_hf.ipynb #6a2ce080
+def layer_masks(allowed, # bool `[batch, queries, keys]`: which keys each query may see
+                q_pos, k_pos, # `[batch, queries]` and `[batch, keys]`: positions in each row's own sequence
+                window: int|None=None, # sliding window of the sliding layers (None: no layer slides)
+                layer_types: Sequence[str]|None=None): # the config's per-layer types; None: every layer alike
+    "The decoder's 4-D attention mask: one tensor, or `{layer type: mask}` when only some layers slide."
+    if window is None: return allowed[:, None]
+    slide = allowed & (q_pos[:, :, None] - k_pos[:, None, :] < window)
+    if not layer_types or all(t == 'sliding_attention' for t in layer_types): return slide[:, None]
+    return {'full_attention': allowed[:, None], 'sliding_attention': slide[:, None]}
+
+# %% ../nbs/03c_lm_hf.ipynb #eb0237b6
+def sample_token(logits, # float `[vocab]`: one row's next-token logits
+                 temperature: float, # > 0
+                 top_p: float, # nucleus mass kept (1: all)
+                 generator) -> int: # this request's own `torch.Generator`
+    "One token drawn as transformers samples (temperature, then top-p), from the request's own generator."
+    import torch
+    scores = logits / temperature
+    if top_p < 1.0:
+        ordered, order = torch.sort(scores, descending=False)
+        drop = ordered.softmax(-1).cumsum(-1) <= 1 - top_p
+        drop[-1] = False
+        scores = scores.masked_fill(drop.scatter(0, order, drop), -float('inf'))
+    return int(torch.multinomial(scores.softmax(-1)[None], 1, generator=generator)[0, 0])
+
+# %% ../nbs/03c_lm_hf.ipynb #803c59f4
+@patch
+def _gen_forward(self: HFCausalLM, ids, positions, mask, cache):
+    "Last hidden states of `ids` at `positions`, attending through `mask` to `cache` (which they extend)."
+    import torch
+    self.counters['forward_calls'] += 1
+    with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+        h = self.decoder(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                         use_cache=True).last_hidden_state
+    return h.float() if self.autocast else h
+
+@patch
+def _next_logits(self: HFCausalLM, hidden):
+    "Float32 next-token logits for hidden states `[n, dim]`."
+    import torch
+    logits = self.lm_head(hidden).float()
+    return torch.tanh(logits / self.softcap) * self.softcap if self.softcap else logits
+
+# %% ../nbs/03c_lm_hf.ipynb #bf489145
+@patch
+def _prefill(self: HFCausalLM, prompts, carried):
+    "Run a group's prefix tree after `carried` (tokens, [(keys, values)] per layer): cache, paths, last hidden states."
+    import torch
+    tokens, positions, paths, shared = prefix_tree(prompts, carried[0])
+    n0, total = len(carried[0]), len(carried[0]) + len(tokens)
+    cache = slot_cache(self.kv_shapes, 1, total, self.kv_dtype, self.device)
+    for layer, (k, v) in zip(cache.layers, carried[1]): layer.update(k, v)
+    pos, last = torch.tensor(list(range(n0)) + positions, device=self.device), {p[-1]: i for i, p in enumerate(paths)}
+    hidden = [None] * len(prompts)
+    for q0 in range(n0, total, self.prefill_chunk):
+        q1 = min(q0 + self.prefill_chunk, total)
+        allowed = tree_attention(paths, shared, q0, q1).to(self.device)[None]
+        mask = layer_masks(allowed, pos[None, q0:q1], pos[None, :q1], self.gen_window, self.layer_types)
+        ids = torch.tensor([tokens[q0 - n0:q1 - n0]], device=self.device)
+        h = self._gen_forward(ids, pos[None, q0:q1], mask, cache)
+        for k in range(q0, q1):
+            if k in last: hidden[last[k]] = h[0, k - q0]
+    self.counters['prompt_tokens_computed'] += len(tokens)
+    return cache, paths, torch.stack(hidden)
+
+# %% ../nbs/03c_lm_hf.ipynb #4657d892
+@patch
+def _carry(self: HFCausalLM, tree, prompt, path, following):
+    "`(tokens, [(keys, values)] per layer)`: the prefix `prompt` shares with the `following` prompt, cut from `tree`."
+    import torch
+    n = 0 if following is None else min(common_prefix_length(prompt, following), len(following) - 1)
+    idx = torch.tensor(path[:n], dtype=torch.long, device=self.device)
+    return tuple(prompt[:n]), ([(layer.keys[:, :, idx], layer.values[:, :, idx]) for layer in tree.layers] if n else [])
+
+@patch
+def _prefill_batch(self: HFCausalLM, rows, carried, following):
+    "A decoding batch's cache (prompts in place), its prompts' last hidden states, and the carry for `following`."
+    import torch
+    prompts = [r.ids for r in rows]
+    width = max(map(len, prompts)) + max(r.limit for r in rows)
+    cache = slot_cache(self.kv_shapes, len(rows), width, self.kv_dtype, self.device)
+    hidden = []
+    for g in prefill_groups(prompts, carried[0], self.prefill_group_tokens):
+        tree, paths, h = self._prefill([prompts[j] for j in g], carried)
+        for j, path in zip(g, paths):
+            idx = torch.tensor(path, device=self.device)
+            for dst, src in zip(cache.layers, tree.layers):
+                dst.keys[j, :, :len(path)], dst.values[j, :, :len(path)] = src.keys[0, :, idx], src.values[0, :, idx]
+        hidden.append(h)
+        after = prompts[g[-1] + 1] if g[-1] + 1 < len(prompts) else following
+        carried = self._carry(tree, prompts[g[-1]], paths[-1], after)
+    for layer in cache.layers: layer.n = max(map(len, prompts))
+    return cache, torch.cat(hidden), carried
+
+# %% ../nbs/03c_lm_hf.ipynb #8d151ced
+@patch
+def _advance(self: HFCausalLM, row: _GenRow, logits, generator) -> bool:
+    "Append the row's next token; True when the row has ended (EOS, a stop string, or its token limit)."
+    tok = int(logits.argmax()) if row.temperature <= 0 else sample_token(logits, row.temperature, row.top_p, generator)
+    row.new.append(tok)
+    if tok in self.eos_ids or len(row.new) >= row.limit: return True
+    return bool(row.stop) and any(s in self.tokenizer.decode(row.new, skip_special_tokens=True) for s in row.stop)
+
+def _keep_rows(cache, keep, filled: int):
+    "Keep only rows `keep` in every layer's buffers (same capacity), copying their first `filled` columns."
+    for layer in cache.layers:
+        for name in ('keys', 'values'):
+            old = getattr(layer, name)
+            new = old.new_empty((len(keep), *old.shape[1:]))
+            new[:, :, :filled] = old[keep, :, :filled]
+            setattr(layer, name, new)
+
+# %% ../nbs/03c_lm_hf.ipynb #53341967
+@patch
+def _decode(self: HFCausalLM, rows, cache, hidden, pbar):
+    "Decode a prefilled batch until every row has ended; ended rows leave the batch in bulk."
+    import torch
+    width, dev = cache.layers[0].n, self.device   # answers start at column `width` (the longest prompt)
+    lens = torch.tensor([len(r.ids) for r in rows], device=dev)
+    cols = torch.arange(cache.layers[0].get_max_length(), device=dev)
+    seen, k_pos = cols[None] < lens[:, None], cols[None].repeat(len(rows), 1)
+    gens = [torch.Generator(dev).manual_seed(r.seed) if r.temperature > 0 else None for r in rows]
+    present, ended, logits = list(range(len(rows))), set(), self._next_logits(hidden)
+    for step in itertools.count():
+        done = {i for k, i in enumerate(present) if i not in ended and self._advance(rows[i], logits[k], gens[i])}
+        pbar.update(len(done))
+        ended |= done
+        if len(ended) == len(rows): return
+        if sum(i in ended for i in present) >= max(1, len(present) // 8):
+            keep = torch.tensor([k for k, i in enumerate(present) if i not in ended], device=dev)
+            _keep_rows(cache, keep, width + step)
+            lens, seen, k_pos, present = lens[keep], seen[keep], k_pos[keep], [i for i in present if i not in ended]
+        col, q_pos = width + step, (lens + step)[:, None]
+        seen[:, col], k_pos[:, col] = True, lens + step
+        mask = layer_masks(seen[:, None, :col + 1], q_pos, k_pos[:, :col + 1], self.gen_window, self.layer_types)
+        ids = torch.tensor([rows[i].new[-1] for i in present], device=dev)[:, None]
+        logits = self._next_logits(self._gen_forward(ids, q_pos, mask, cache)[:, -1])
+
 # %% ../nbs/03c_lm_hf.ipynb #92ff786d
 @patch
 def generate(self: HFCausalLM, requests, progress: bool|None=None):
-    "A `Generation` per request (greedy at temperature 0, else seeded sampling)."
+    "A `Generation` per request: greedy at temperature 0, else sampled from the request's own seeded generator."
+    import torch
+    from tqdm.auto import tqdm
+    distinct = list(dict.fromkeys(requests))
+    rows = [self._gen_row(r) for r in distinct]
+    todo = [i for i, r in enumerate(rows) if r.limit > 0]
+    plan = [[todo[j] for j in b] for b in plan_batches([rows[i].ids for i in todo], [rows[i].limit for i in todo],
+                                                        self.generate_batch_size, self._cache_tokens())]
+    long = len(todo) >= 32 or sum(rows[i].limit for i in todo) >= 4096
+    show = next(p for p in (progress, self.progress, long) if p is not None)
+    carried = ((), [])
+    with torch.inference_mode(), tqdm(total=len(todo), disable=not show, file=sys.stderr, desc='hf generate') as pbar:
+        for b, batch in enumerate(plan):
+            following = rows[plan[b + 1][0]].ids if b + 1 < len(plan) else None
+            cache, hidden, carried = self._prefill_batch([rows[i] for i in batch], carried, following)
+            self._note_cache(cache)
+            self._decode([rows[i] for i in batch], cache, hidden, pbar)
+    self._count(requests, [rows[i] for i in todo])
+    done = {r: self._ending(row) for r, row in zip(distinct, rows)}
+    return [done[r] for r in requests]
+
+# %% ../nbs/03c_lm_hf.ipynb #be782481
+@patch
+def _note_cache(self: HFCausalLM, cache):
+    "Keep the largest batch cache so far, in bytes, in `counters['kv_cache_peak_bytes']`."
+    size = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
+    self.counters['kv_cache_peak_bytes'] = max(self.counters['kv_cache_peak_bytes'], size)
+
+@patch
+def _count(self: HFCausalLM, requests, rows):
+    "Add a `generate` call's requests and tokens to `counters`."
+    self.counters['generate'] += len(requests)
+    self.counters['prompt_tokens'] += sum(len(r.ids) for r in rows)
+    self.counters['prompt_tokens_unique'] += unique_prefix_tokens([r.ids for r in rows])
+    self.counters['generated_tokens'] += sum(len(r.new) for r in rows)
+
+# %% ../nbs/03c_lm_hf.ipynb #226ecb2a
+def generate_alone(lm: HFCausalLM, # an `hf` backend (its model, tokenizer and prompt formatting)
+                   request: GenerateRequest) -> tuple[Generation, list[int]]:
+    "One request decoded alone by `model.generate` (seeded with `torch.manual_seed`): its `Generation` and token ids."
     import torch
     from transformers import GenerationConfig
-    from tqdm.auto import tqdm
-    out = []
-    eos = self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id
-    for r in tqdm(requests, disable=not (progress if progress is not None else len(requests) >= 32), file=sys.stderr, desc='hf generate'):
-        ids = torch.tensor([self._prompt_ids(r)], device=self.device)
-        cfg = GenerationConfig(max_new_tokens=r.max_tokens, do_sample=r.temperature > 0, pad_token_id=self.pad_id, eos_token_id=eos,
-                               stop_strings=list(r.stop) or None, **(dict(temperature=r.temperature, top_p=r.top_p, top_k=0) if r.temperature > 0 else {}))
-        with torch.inference_mode(), torch.random.fork_rng(devices=[]), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            torch.manual_seed(r.seed)
-            new = self.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=cfg, tokenizer=self.tokenizer)[0, ids.shape[1]:]
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        cut = cut_at_stop(text, r.stop)
-        ended = len(new) and int(new[-1]) in (eos if isinstance(eos, list) else [eos])
-        reason = 'stop' if cut != text else ('eos' if ended else 'length')
-        out.append(Generation(cut, reason, ids.shape[1], len(new)))
-        self.counters['generate'] += 1
-    return out
+    row, r = lm._gen_row(request), request
+    if row.limit == 0: return lm._ending(row), []
+    sample = dict(temperature=r.temperature, top_p=r.top_p, top_k=0) if r.temperature > 0 else {}
+    cfg = GenerationConfig(max_new_tokens=row.limit, do_sample=r.temperature > 0, pad_token_id=lm.pad_id,
+                           eos_token_id=sorted(lm.eos_ids), stop_strings=list(row.stop) or None, **sample)
+    ids = torch.tensor([row.ids], device=lm.device)
+    amp = torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=lm.autocast)
+    with torch.inference_mode(), torch.random.fork_rng(devices=[]), amp:
+        torch.manual_seed(r.seed)
+        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=cfg, tokenizer=lm.tokenizer)
+    row.new = out[0, ids.shape[1]:].tolist()
+    return lm._ending(row), row.new

@@ -14,6 +14,7 @@ __all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM']
 # %% ../nbs/03d_lm_mlm.ipynb #0cff9085
 MASK_PLACEHOLDER = '[MASK]'
 
+# %% ../nbs/03d_lm_mlm.ipynb #bea13e13
 def fill_mask_placeholder(text: str, mask_token: str) -> str:
     "Replace the single `[MASK]` placeholder in `text` with the model's mask token."
     if text.count(MASK_PLACEHOLDER) != 1: raise ValueError(f'expected exactly one {MASK_PLACEHOLDER} in {text!r:.120}')
@@ -41,7 +42,8 @@ def identity(self: HFMaskedLM) -> str:
     "`hf-mlm:<model identity>:<dtype>`."
     if '_identity' not in self.__dict__:
         from wordbench.resources import model_identity
-        ident = model_identity(self.name) if self.name is not None else f"{getattr(self.model.config, '_name_or_path', '')}@{weights_hash(self.model)}"
+        ident = (model_identity(self.name) if self.name is not None
+                 else f"{getattr(self.model.config, '_name_or_path', '')}@{weights_hash(self.model)}")
         self._identity = f'{self.backend}:{ident}:{self.dtype}'
     return self._identity
 
@@ -83,7 +85,8 @@ def loglikelihood(self: HFMaskedLM, requests, progress: bool|None=None):
     for n, r in enumerate(requests):
         ctx, cont = move_trailing_space(r.context, r.continuation)
         enc = tok(ctx + cont, return_offsets_mapping=True, return_special_tokens_mask=True)
-        js = [j for j, ((s, e), sp) in enumerate(zip(enc['offset_mapping'], enc['special_tokens_mask'])) if not sp and e > len(ctx)]
+        js = [j for j, ((s, e), sp) in enumerate(zip(enc['offset_mapping'], enc['special_tokens_mask']))
+              if not sp and e > len(ctx)]
         if not js: raise ValueError(f'no continuation tokens in {r!r:.120}')
         for j in js:
             seqs.append(enc['input_ids'][:j] + [tok.mask_token_id] + enc['input_ids'][j + 1:])

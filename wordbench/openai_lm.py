@@ -4,27 +4,34 @@
 
 # %% ../nbs/03b_openai.ipynb #af7560eb
 from __future__ import annotations
-import os, math, logging, threading
+import os, sys, math, logging, threading
 from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 import openai
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception_type, wait_exponential, stop_after_attempt
-from .lm import LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation, register_backend
+from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
+                          register_backend)
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
-FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)  # configuration errors: raised, never per-request failures
 
+# %% ../nbs/03b_openai.ipynb #c4474f6f
+# configuration errors: raised, never per-request failures
+FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+
+# %% ../nbs/03b_openai.ipynb #fb6b8a24
 def retry_policy(max_retries: int=5, # retries after the first attempt (0: try once)
                  backoff: float=1.0, # first wait in seconds; doubles on each retry
                  max_backoff: float=30.0 # cap on a single wait, seconds
                 ) -> Retrying:
-    "A tenacity policy retrying `RETRYABLE` errors with exponential backoff, re-raising the last error when it gives up."
-    return Retrying(retry=retry_if_exception_type(RETRYABLE), wait=wait_exponential(multiplier=backoff, max=max_backoff),
+    ("A tenacity policy retrying `RETRYABLE` errors with exponential backoff, "
+     "re-raising the last error when it gives up.")
+    return Retrying(retry=retry_if_exception_type(RETRYABLE),
+                    wait=wait_exponential(multiplier=backoff, max=max_backoff),
                     stop=stop_after_attempt(max_retries + 1), reraise=True)
 
 # %% ../nbs/03b_openai.ipynb #2d7ba89d
@@ -46,7 +53,8 @@ class OpenAILM(LM):
         self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
         self.client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get('OPENAI_API_KEY') or 'sk-no-key',
                                     timeout=timeout, max_retries=0)
-        self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []  # failures: every LMFailure returned
+        # failures: every LMFailure returned
+        self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
         self._lock, self._alignment = threading.Lock(), None
     def identity(self) -> str: return f'openai:{self.base_url}:{self.model}'
 
@@ -64,7 +72,8 @@ def _retry(self: OpenAILM, fn, **kwargs):
 
 @patch
 def _call(self: OpenAILM, fn, **kwargs):
-    "`_retry`, but an API error that survives it becomes a logged, counted `LMFailure` (configuration errors still raise)."
+    ("`_retry`, but an API error that survives it becomes a logged, counted `LMFailure` "
+     "(configuration errors still raise).")
     try: return self._retry(fn, **kwargs)
     except FATAL: raise
     except openai.APIError as e:
@@ -94,27 +103,40 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
     if r.prompt is not None: out = self._call(self.client.completions.create, prompt=r.prompt, **kw)
-    else: out = self._call(self.client.chat.completions.create, messages=[{'role': a, 'content': t} for a, t in r.messages], **kw)
+    else:
+        chat = [{'role': a, 'content': t} for a, t in r.messages]
+        out = self._call(self.client.chat.completions.create, messages=chat, **kw)
     if isinstance(out, LMFailure): return out
     choice, usage = out.choices[0], getattr(out, 'usage', None)
     text = (choice.text if r.prompt is not None else choice.message.content) or ''
-    reason = {'stop': 'stop', 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
-    return Generation(text, reason, getattr(usage, 'prompt_tokens', 0) or 0, getattr(usage, 'completion_tokens', 0) or 0)
+    ended = 'stop' if r.stop else 'eos'   # the API's 'stop' also means the model ended its answer
+    reason = {'stop': ended, 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
+    tokens = [getattr(usage, k, 0) or 0 for k in ('prompt_tokens', 'completion_tokens')]
+    return Generation(text, reason, *tokens, 'raw' if r.prompt is not None else 'server-chat')
 
 @patch
 def generate(self: OpenAILM, requests, progress=None) -> list:
     "Replies to `GenerateRequest`s, in order; a call that finally failed gives `LMFailure` in its place."
+    from tqdm.auto import tqdm
     requests = list(requests)
     self.counters['generate'] += len(requests)
-    return self._map(self._chat, requests)
+    show = progress if progress is not None else len(requests) >= 32
+    with tqdm(total=len(requests), disable=not show, file=sys.stderr, desc=f'{self.backend} generate') as pbar:
+        def one(r):
+            out = self._chat(r)
+            pbar.update(1)
+            return out
+        return self._map(one, requests)
 
 # %% ../nbs/03b_openai.ipynb #f9993fe3
 class LogprobAlignmentError(RuntimeError):
     "The server's prompt (echo) log-probs cannot be trusted; wordbench refuses to score with them."
 
+# %% ../nbs/03b_openai.ipynb #4c8912ce
 @dataclass
 class EchoToken:
-    "One echoed prompt token: its span in the prompt, log-prob (None for the first) and the best log-prob at that position."
+    ("One echoed prompt token: its span in the prompt, log-prob (None for the first) "
+     "and the best log-prob at that position.")
     start: int
     end: int
     text: str
@@ -123,17 +145,20 @@ class EchoToken:
 
 def _prompt_tokens(lp, # the `logprobs` of an echoed completion choice
                    prompt: str) -> list[EchoToken]:
-    "The prompt's tokens from an echo response (generated tokens dropped); `LogprobAlignmentError` when they do not spell the prompt."
+    ("The prompt's tokens from an echo response (generated tokens dropped); "
+     "`LogprobAlignmentError` when they do not spell the prompt.")
     if lp is None or not lp.tokens or lp.text_offset is None or lp.token_logprobs is None:
         raise LogprobAlignmentError('the server returned no prompt log-probs for echo=True, logprobs=1')
     tops = lp.top_logprobs or [None] * len(lp.tokens)
     toks, pos = [], 0
     for text, off, l, top in zip(lp.tokens, lp.text_offset, lp.token_logprobs, tops):
         if off >= len(prompt): break
-        if off != pos: raise LogprobAlignmentError(f'token {text!r} has text_offset {off}, but the tokens before it end at {pos}')
+        if off != pos:
+            raise LogprobAlignmentError(f'token {text!r} has text_offset {off}, but the tokens before it end at {pos}')
         toks.append(EchoToken(off, off + len(text), text, l, max(top.values()) if top else None))
         pos += len(text)
-    if ''.join(t.text for t in toks) != prompt: raise LogprobAlignmentError(f'the echoed tokens do not spell the prompt {prompt!r:.60}')
+    if ''.join(t.text for t in toks) != prompt:
+        raise LogprobAlignmentError(f'the echoed tokens do not spell the prompt {prompt!r:.60}')
     return toks
 
 # %% ../nbs/03b_openai.ipynb #88d615ba
@@ -186,8 +211,10 @@ def _compare(self: OpenAILM, a: str, tok: str, ref: float) -> dict|None:
 
 @patch
 def check_logprob_alignment(self: OpenAILM, probes=PROBES) -> list[dict]:
-    "Prove the echoed prompt log-probs agree with the generation path on `probes`: the comparisons, or `LogprobAlignmentError`."
-    rows = [self._compare(a, tok, ref) for a in probes for tok, ref in _candidates(self._next_top(a, 5), self.logprob_tol)]
+    ("Prove the echoed prompt log-probs agree with the generation path on `probes`: "
+     "the comparisons, or `LogprobAlignmentError`.")
+    rows = [self._compare(a, tok, ref) for a in probes
+            for tok, ref in _candidates(self._next_top(a, 5), self.logprob_tol)]
     rows = [r for r in rows if r]
     if len(rows) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
                                                   f'the probes gave {len(rows)} comparable tokens (need 2)')
@@ -208,7 +235,8 @@ def _require_alignment(self: OpenAILM):
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
     "`(logprob, is_greedy)` of `r.continuation` after `r.context` from one echoed completion, or `LMFailure`."
     prompt = r.context + r.continuation
-    out = self._call(self.client.completions.create, model=self.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1, temperature=0.0)
+    out = self._call(self.client.completions.create, model=self.model, prompt=prompt, echo=True, logprobs=1,
+                     max_tokens=1, temperature=0.0)
     if isinstance(out, LMFailure): return out
     try: toks = [t for t in _prompt_tokens(out.choices[0].logprobs, prompt) if t.end > len(r.context)]
     except LogprobAlignmentError as e: toks, err = [], str(e)
@@ -218,9 +246,11 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
 
 @patch
 def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
-    "`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`); raises `LogprobAlignmentError` on a misaligned server."
+    ("`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`); "
+     "raises `LogprobAlignmentError` on a misaligned server.")
     requests = list(requests)
-    if any(not r.context for r in requests): raise ValueError('loglikelihood needs a non-empty context: the first token has no log-prob')
+    if any(not r.context for r in requests):
+        raise ValueError('loglikelihood needs a non-empty context: the first token has no log-prob')
     if requests: self._require_alignment()
     self.counters['loglikelihood'] += len(requests)
     return self._map(self._score, requests)
@@ -228,14 +258,17 @@ def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
 # %% ../nbs/03b_openai.ipynb #1bff7299
 @patch
 def _top(self: OpenAILM, r: TopKRequest):
-    "A `TopK` of `r.k` `(word, logprob)` pairs after `r.context` (stripped of spaces), or `LMFailure`; targets ranked within them."
-    out = self._call(self.client.completions.create, model=self.model, prompt=r.context, max_tokens=1, logprobs=r.k, temperature=0.0)
+    ("A `TopK` of `r.k` `(word, logprob)` pairs after `r.context` (stripped of spaces), or `LMFailure`; "
+     "targets ranked within them.")
+    out = self._call(self.client.completions.create, model=self.model, prompt=r.context, max_tokens=1,
+                     logprobs=r.k, temperature=0.0)
     if isinstance(out, LMFailure): return out
     lp = out.choices[0].logprobs
     top = dict(lp.top_logprobs[0]) if lp and lp.top_logprobs and lp.top_logprobs[0] else {}
     words = tuple((t.strip(), l) for t, l in sorted(top.items(), key=lambda x: -x[1])[:r.k])
     ranks = {w: i + 1 for i, (w, _) in reversed(list(enumerate(words)))}
-    return TopK(words, tuple((t, ranks.get(t), dict(words).get(t), None) for t in r.targets))  # beyond the top k: unknown
+    # a target beyond the top k: unknown
+    return TopK(words, tuple((t, ranks.get(t), dict(words).get(t), None) for t in r.targets))
 
 @patch
 def topk(self: OpenAILM, requests, progress=None) -> list:

@@ -5,12 +5,12 @@
 # %% ../nbs/03e_score.ipynb #be75dbef
 from __future__ import annotations
 import logging, sys
-from .core import read_jsonl, write_jsonl, check_record
-from .lm import LM, LMFailure, LoglikelihoodRequest
+from .core import read_jsonl, write_jsonl, check_record, DataError
+from .lm import LM, LMFailure, LoglikelihoodRequest, GenerateRequest, Generation, CHAT_ROLES
 from .cache import CachedLM
 
 # %% auto #0
-__all__ = ['log', 'SCORE_SCHEMA', 'read_score_requests', 'score_jsonl']
+__all__ = ['log', 'SCORE_SCHEMA', 'GENERATE_OPTIONS', 'generate_request', 'read_score_requests', 'score_jsonl']
 
 # %% ../nbs/03e_score.ipynb #a09a0b57
 log = logging.getLogger(__name__)
@@ -18,35 +18,95 @@ log = logging.getLogger(__name__)
 # %% ../nbs/03e_score.ipynb #3eb864cd
 SCORE_SCHEMA = {'context': str, 'continuation': str}  # the fields a log-likelihood line must have
 
+# %% ../nbs/03e_score.ipynb #ba975d5d
+GENERATE_OPTIONS = {'max_tokens': int, 'temperature': (int, float), 'top_p': (int, float), 'seed': int,
+                    'stop': (str, list)}  # the optional fields of a generation line and their types
+
+# %% ../nbs/03e_score.ipynb #f772fb03
+def _messages(value, path, line) -> tuple:
+    "`(role, content)` pairs of a line's `messages`, or `DataError` naming the bad field."
+    if not isinstance(value, list) or not value:
+        raise DataError('expected a non-empty list of {"role": ..., "content": ...} objects', path, line, 'messages')
+    for i, m in enumerate(value):
+        where = f'messages[{i}]'
+        if not isinstance(m, dict): raise DataError(f'expected an object, got {type(m).__name__}', path, line, where)
+        if m.get('role') not in CHAT_ROLES:
+            raise DataError(f"expected one of {', '.join(CHAT_ROLES)}, got {m.get('role')!r:.40}", path, line,
+                            f'{where}.role')
+        check_record(m, {'content': str}, path, line)
+    return tuple((m['role'], m['content']) for m in value)
+
+def _settings(rec, path, line) -> dict:
+    "The optional settings of a generation line, checked and typed."
+    opts = {k: check_record(rec, {k: t}, path, line)[k] for k, t in GENERATE_OPTIONS.items() if k in rec}
+    stop = [opts['stop']] if isinstance(opts.get('stop'), str) else opts.get('stop', [])
+    bad = [i for i, s in enumerate(stop) if not isinstance(s, str)]
+    if bad: raise DataError(f'expected str, got {type(stop[bad[0]]).__name__}', path, line, f'stop[{bad[0]}]')
+    for k, ok, want in (('max_tokens', lambda v: v >= 0, '>= 0'), ('temperature', lambda v: v >= 0, '>= 0'),
+                        ('top_p', lambda v: 0 < v <= 1, 'in (0, 1]')):
+        if k in opts and not ok(opts[k]): raise DataError(f'expected a number {want}, got {opts[k]!r}', path, line, k)
+    return {**opts, 'stop': tuple(stop)} if 'stop' in opts else opts
+
+# %% ../nbs/03e_score.ipynb #71cb8242
+def generate_request(rec: dict, # one parsed line with `messages` or `prompt`
+                     path=None, line: int|None=None) -> GenerateRequest: # where it came from, for errors
+    "The `GenerateRequest` of a generation line; `DataError` naming file, line and field when it is malformed."
+    if 'messages' in rec and 'prompt' in rec:
+        raise DataError("give 'messages' or 'prompt', not both", path, line, 'prompt')
+    opts = _settings(rec, path, line)
+    if 'prompt' in rec: return GenerateRequest(prompt=check_record(rec, {'prompt': str}, path, line)['prompt'], **opts)
+    return GenerateRequest(_messages(rec.get('messages'), path, line), **opts)
+
 # %% ../nbs/03e_score.ipynb #444fb073
-def read_score_requests(path) -> tuple[list[dict], list[LoglikelihoodRequest]]:
+def read_score_requests(path) -> tuple[list[dict], list[LoglikelihoodRequest|GenerateRequest]]:
     "Records and requests of a scoring input file; a malformed line raises `DataError` naming file, line and field."
-    recs = [check_record(rec, SCORE_SCHEMA, path, line) for line, rec in read_jsonl(path)]
-    return recs, [LoglikelihoodRequest(r['context'], r['continuation']) for r in recs]
+    recs, reqs = [], []
+    for line, rec in read_jsonl(path):
+        if not isinstance(rec, dict): check_record(rec, {}, path, line)
+        scores, generates = {'context', 'continuation'} & set(rec), {'messages', 'prompt'} & set(rec)
+        if scores and generates:
+            raise DataError('a line is a log-likelihood (context, continuation) or a generation (messages or prompt) '
+                            'request, not both', path, line, sorted(generates)[0])
+        if not scores and not generates:
+            raise DataError("missing: a generation line needs 'messages' or 'prompt' (a log-likelihood line: 'context' "
+                            "and 'continuation')", path, line, 'messages')
+        if generates: reqs.append(generate_request(rec, path, line))
+        else: reqs.append(LoglikelihoodRequest(*(check_record(rec, SCORE_SCHEMA, path, line)[k] for k in SCORE_SCHEMA)))
+        recs.append(rec)
+    return recs, reqs
+
+# %% ../nbs/03e_score.ipynb #4a43dea6
+def _answer(rec: dict, result) -> dict:
+    "An output line: the input line with the result's fields (or its `error`) added."
+    if isinstance(result, LMFailure): return {**rec, 'error': result.error}
+    if isinstance(result, Generation):
+        extra = {'prompt_format': result.prompt_format} if result.prompt_format else {}
+        return {**rec, 'text': result.text, 'finish_reason': result.finish_reason,
+                'prompt_tokens': result.prompt_tokens, 'completion_tokens': result.completion_tokens, **extra}
+    return {**rec, 'logprob': result[0], 'is_greedy': result[1]}
 
 # %% ../nbs/03e_score.ipynb #96efafdd
 def score_jsonl(lm: LM, # any backend, usually a `CachedLM`
-                input_path, # JSONL with `context` and `continuation` per line
-                output_path, # JSONL written with `logprob` and `is_greedy` (or `error`) added
+                input_path, # JSONL: log-likelihood (`context`, `continuation`), generation (`messages`/`prompt`) lines
+                output_path, # JSONL written with the answers added (or `error`)
                 batch_size: int=256, # requests per call to `lm`
                 progress: bool|None=None) -> dict: # progress bar on stderr (default: more than one batch)
-    "Score every line of `input_path` with `lm.loglikelihood`; returns (and logs) the counts."
+    "Answer every line of `input_path` with `lm.loglikelihood` or `lm.generate`; returns (and logs) the counts."
     from tqdm.auto import tqdm
     recs, reqs = read_score_requests(input_path)
-    out, stats = [], {'requests': len(reqs), 'computed': 0, 'cached': 0, 'failed': 0}
-    starts = range(0, len(reqs), batch_size)
-    show = progress if progress is not None else len(starts) > 1
-    for i in tqdm(starts, disable=not show, file=sys.stderr, desc='scoring'):
-        res = lm.loglikelihood(reqs[i:i + batch_size])
+    kinds = [(lm.loglikelihood, [i for i, r in enumerate(reqs) if isinstance(r, LoglikelihoodRequest)]),
+             (lm.generate, [i for i, r in enumerate(reqs) if isinstance(r, GenerateRequest)])]
+    calls = [(call, idx[i:i + batch_size]) for call, idx in kinds for i in range(0, len(idx), batch_size)]
+    out, stats = [None] * len(reqs), {'requests': len(reqs), 'computed': 0, 'cached': 0, 'failed': 0}
+    show = progress if progress is not None else len(calls) > 1
+    for call, idx in tqdm(calls, disable=not show, file=sys.stderr, desc='scoring'):
+        res = call([reqs[i] for i in idx])
         if isinstance(lm, CachedLM):   # the cache says what it computed; a bare backend computes everything
             stats['computed'] += lm.last['computed']
             stats['cached'] += lm.last['cached']
         else: stats['computed'] += len(res)
-        for rec, r in zip(recs[i:i + batch_size], res):
-            if isinstance(r, LMFailure):
-                stats['failed'] += 1
-                out.append({**rec, 'error': r.error})
-            else: out.append({**rec, 'logprob': r[0], 'is_greedy': r[1]})
+        stats['failed'] += sum(isinstance(r, LMFailure) for r in res)
+        for i, r in zip(idx, res): out[i] = _answer(recs[i], r)
     write_jsonl(out, output_path)
     log.info(f"scored {stats['requests']} requests from {input_path}: computed {stats['computed']}, "
              f"cached {stats['cached']}, failed {stats['failed']}")
