@@ -13,9 +13,9 @@ from .tasks import TASKS, BUILDERS, Option, run_eval
 from .report import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
-__all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'load_systems', 'stable_notebook', 'AnalysisFailed',
-           'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report', 'parse_key_values',
-           'add_option', 'main']
+__all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'load_systems', 'merge_streams', 'stable_notebook',
+           'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report',
+           'parse_key_values', 'add_option', 'main']
 
 # %% ../nbs/90_cli.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -73,6 +73,18 @@ def _relative(text: str, names: dict) -> str:
     for path, name in names.items(): text = text.replace(path, name)
     return text
 
+# %% ../nbs/90_cli.ipynb #a1c0e5d2
+def merge_streams(outputs: list) -> list: # a cell's outputs
+    "Join consecutive stream outputs of the same name, so that how a kernel chunked them never shows in a diff."
+    merged = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if prev is not None and out.get('output_type') == prev.get('output_type') == 'stream' \
+                and out.get('name') == prev.get('name'):
+            prev['text'] = prev['text'] + out['text']
+        else: merged.append(out)
+    return merged
+
 # %% ../nbs/90_cli.ipynb #d8e97794
 def stable_notebook(nb): # an executed notebook (nbformat node), changed in place
     "Strip run-specific data from an executed notebook: timings, fresh ids, absolute local paths."
@@ -83,6 +95,7 @@ def stable_notebook(nb): # an executed notebook (nbformat node), changed in plac
         for key in ('papermill', 'execution'): cell.metadata.pop(key, None)
         if 'injected-parameters' in cell.metadata.get('tags', []): cell['id'] = 'injected-parameters'
         cell.source = _relative(cell.source, names)
+        if 'outputs' in cell: cell.outputs = merge_streams(cell.outputs)
         for out in cell.get('outputs', []):
             if 'text' in out: out['text'] = _relative(out['text'], names)
             for mime in ('text/plain', 'text/html', 'text/markdown'):
