@@ -1095,6 +1095,8 @@ d = { 'settings': { 'branch': 'main',
                                                                                   'wordbench/wscplus/task.py'),
                                         'wordbench.wscplus.task.parse_strategy': ( 'wscplus_task.html#parse_strategy',
                                                                                    'wordbench/wscplus/task.py'),
+                                        'wordbench.wscplus.task.redact_echo': ( 'wscplus_task.html#redact_echo',
+                                                                                'wordbench/wscplus/task.py'),
                                         'wordbench.wscplus.task.sample_items': ( 'wscplus_task.html#sample_items',
                                                                                  'wordbench/wscplus/task.py'),
                                         'wordbench.wscplus.task.shots_of': ('wscplus_task.html#shots_of', 'wordbench/wscplus/task.py')}}}

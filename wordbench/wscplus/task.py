@@ -4,7 +4,7 @@
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c002
 from __future__ import annotations
-import json
+import json, difflib
 from typing import NamedTuple
 import pandas as pd
 from fastcore.basics import patch
@@ -21,8 +21,8 @@ from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extra
 
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'SCORED_STRATEGIES', 'SHORT_TEMPLATES',
-           'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items', 'shots_of',
-           'item_requests', 'answer_row', 'WSCPlusTask']
+           'LONG_TEMPLATES', 'CPU_SCORED', 'ECHO_MIN', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items',
+           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'redact_echo']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -171,6 +171,21 @@ class WSCPlusTask(Task):
         return sample_items(load_items(split, splits), n), load_items('few-shot', splits)
     def requests(self, item, setting, pool): return item_requests(item, setting.strategy, shots_of(pool), setting.seed)
 
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c0f2
+ECHO_MIN = 40  # characters: a shorter shared stretch (a name, a phrase of the question) is kept
+
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c0f3
+def redact_echo(reply: str, # what the model wrote
+                prompt: str # the prompt it was given
+               ) -> str:
+    "`reply` with each verbatim copy of ≥ `ECHO_MIN` characters of `prompt` replaced by `[prompt echo: N chars]`."
+    blocks = difflib.SequenceMatcher(None, reply, prompt, autojunk=False).get_matching_blocks()
+    out, at = [], 0
+    for b in (b for b in blocks if b.size >= ECHO_MIN):
+        out += [reply[at:b.a], f'[prompt echo: {b.size} chars]']
+        at = b.a + b.size
+    return ''.join(out) + reply[at:]
+
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01b
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
 
@@ -178,12 +193,14 @@ _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_e
 def row(self: WSCPlusTask, item, setting, requests, responses, lm) -> dict:
     "One result row: setting, item attributes, the answer columns and a hash of the rendered template."
     st, first = parse_strategy(setting.strategy), requests[0]
+    answer = answer_row(item, setting.strategy, responses)
     text = first.context if st.protocol == 'score' else first.messages[0][1]
+    chat = '\n'.join(c for _, c in getattr(first, 'messages', ()))   # what a reply may echo
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
                 **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol, k=st.k,
                 temperature=0.0 if st.protocol == 'score' else first.temperature,
                 prompt_hash=stable_hash(text[:text.rindex(build_query(item))])[:12],
-                **answer_row(item, setting.strategy, responses))
+                **answer) | {'reply': redact_echo(answer['reply'], chat)}
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01c
 WSCPLUS = register_task(WSCPlusTask())
