@@ -16,9 +16,9 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP',
            'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
-           'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'weights_hash', 'pack_group', 'tree_mask',
-           'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups',
-           'slot_cache', 'layer_masks', 'sample_token', 'generate_alone']
+           'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'transformers_identity', 'weights_hash',
+           'pack_group', 'tree_mask', 'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree',
+           'tree_attention', 'prefill_groups', 'slot_cache', 'layer_masks', 'sample_token', 'generate_alone']
 
 # %% ../nbs/03c_lm_hf.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -170,18 +170,23 @@ def _cache_tokens(self: HFCausalLM) -> int:
     return int(self.generate_cache_mib * 2**20 // per_token)
 
 # %% ../nbs/03c_lm_hf.ipynb #7661cf85
+def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `backend`, `name`, `model`, `dtype`
+    "`<backend>:<model identity>:<dtype>`, computed once per model; for a model object a hash of its weights."
+    if '_identity' not in lm.__dict__:
+        if lm.name is not None:
+            from wordbench.resources import model_identity
+            ident = model_identity(lm.name)
+        else:
+            name = getattr(lm.model.config, '_name_or_path', '') or type(lm.model).__name__
+            ident = f"{name}@{weights_hash(lm.model)}"
+        lm._identity = f'{lm.backend}:{ident}:{lm.dtype}'
+    return lm._identity
+
+# %% ../nbs/03c_lm_hf.ipynb #7661cf86
 @patch
 def identity(self: HFCausalLM) -> str:
     "`hf:<model identity>:<dtype>`; for a model object a hash of its weights."
-    if '_identity' not in self.__dict__:
-        if self.name is not None:
-            from wordbench.resources import model_identity
-            ident = model_identity(self.name)
-        else:
-            name = getattr(self.model.config, '_name_or_path', '') or type(self.model).__name__
-            ident = f"{name}@{weights_hash(self.model)}"
-        self._identity = f'{self.backend}:{ident}:{self.dtype}'
-    return self._identity
+    return transformers_identity(self)
 
 # %% ../nbs/03c_lm_hf.ipynb #32b56b59
 def weights_hash(model, n: int=16) -> str:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest, TopK
-from .lm_hf import weights_hash, move_trailing_space, _pad, _chunks, _target_rank
+from .lm_hf import transformers_identity, weights_hash, move_trailing_space, _pad, _chunks, _target_rank
 
 # %% auto #0
 __all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM']
@@ -40,12 +40,7 @@ class HFMaskedLM(LM):
 @patch
 def identity(self: HFMaskedLM) -> str:
     "`hf-mlm:<model identity>:<dtype>`."
-    if '_identity' not in self.__dict__:
-        from wordbench.resources import model_identity
-        ident = (model_identity(self.name) if self.name is not None
-                 else f"{getattr(self.model.config, '_name_or_path', '')}@{weights_hash(self.model)}")
-        self._identity = f'{self.backend}:{ident}:{self.dtype}'
-    return self._identity
+    return transformers_identity(self)
 
 @patch
 def _mask_logprobs(self: HFMaskedLM, seqs, positions):

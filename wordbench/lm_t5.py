@@ -6,7 +6,7 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, TopK
-from .lm_hf import weights_hash, _pad, _chunks, _target_rank
+from .lm_hf import transformers_identity, weights_hash, _pad, _chunks, _target_rank
 from .lm_mlm import fill_mask_placeholder
 
 # %% auto #0
@@ -40,12 +40,7 @@ class HFSeq2SeqLM(LM):
 @patch
 def identity(self: HFSeq2SeqLM) -> str:
     "`hf-t5:<model identity>:<dtype>`."
-    if '_identity' not in self.__dict__:
-        from wordbench.resources import model_identity
-        ident = (model_identity(self.name) if self.name is not None
-                 else f"{getattr(self.model.config, '_name_or_path', '')}@{weights_hash(self.model)}")
-        self._identity = f'{self.backend}:{ident}:{self.dtype}'
-    return self._identity
+    return transformers_identity(self)
 
 # %% ../nbs/03f_lm_t5.ipynb #3e328c97
 @patch
