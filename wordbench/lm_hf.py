@@ -4,7 +4,7 @@
 
 # %% ../nbs/03c_lm_hf.ipynb #e5c64bf7
 from __future__ import annotations
-import os, sys, copy, hashlib, logging, itertools, functools
+import os, sys, copy, math, hashlib, logging, itertools, functools, contextvars
 from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
@@ -15,10 +15,11 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP',
-           'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
-           'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'transformers_identity', 'weights_hash',
-           'pack_group', 'tree_mask', 'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree',
-           'tree_attention', 'prefill_groups', 'slot_cache', 'layer_masks', 'sample_token', 'generate_alone']
+           'PREFIX_ATTENTION', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
+           'common_prefix_length', 'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'transformers_identity',
+           'weights_hash', 'pack_group', 'tree_mask', 'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree',
+           'tree_attention', 'prefill_groups', 'slot_cache', 'layer_masks', 'sample_token', 'module_twin',
+           'packed_twin', 'prefix_shared_attention', 'attention_twin', 'generate_alone']
 
 # %% ../nbs/03c_lm_hf.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -101,7 +102,9 @@ class HFCausalLM(LM):
                  device: str='cpu', max_length: int|None=None, # window; default from the model config
                  progress: bool|None=None, # tqdm on stderr; default when >= 256 requests
                  generate_batch_size: int=32, # `generate`: rows decoded together at most
-                 generate_cache_mib: float=1024): # `generate`: key/value cache of one decoding batch, MiB at most
+                 generate_cache_mib: float=1024, # `generate`: key/value cache of one decoding batch, MiB at most
+                 packed_weights: bool|None=None, # `generate`: oneDNN-packed weights (None: for fp32 on the CPU)
+                 prefix_attention: bool|None=None): # `generate`: rows' shared prefix read once (None: on the CPU)
         if dtype not in HF_DTYPES: raise ValueError(f"dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
         self.name, self.autocast = (model if isinstance(model, str) else None), dtype == 'bfloat16'
         if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device)
@@ -112,6 +115,7 @@ class HFCausalLM(LM):
         self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity suffix
         self.recheck_margin = BF16_RECHECK_MARGIN if self.autocast else 0.0
         self.generate_batch_size, self.generate_cache_mib = generate_batch_size, generate_cache_mib
+        self.packed_weights, self.prefix_attention = packed_weights, prefix_attention
         self._init_parts(max_length)
 
 # %% ../nbs/03c_lm_hf.ipynb #f8f4184c
@@ -151,7 +155,7 @@ PREFILL_GROUP_TOKENS = 2048  # new prefix-tree tokens per prefill group (bounds 
 # %% ../nbs/03c_lm_hf.ipynb #c76d45e4
 @patch
 def _init_generation(self: HFCausalLM):
-    "End-of-sequence ids, cache geometry and sliding-window layout for `generate`."
+    "End-of-sequence ids, cache geometry, sliding-window layout, weight packing and attention for `generate`."
     cfg, gen = self.model.config.get_text_config(), self.model.generation_config
     eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
     self.eos_ids = {i for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None}
@@ -162,6 +166,13 @@ def _init_generation(self: HFCausalLM):
     slides = self.window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
     self.gen_window = self.window if slides else None
     self.prefill_chunk, self.prefill_group_tokens = PREFILL_CHUNK, PREFILL_GROUP_TOKENS
+    import torch
+    packable = (self.device.type == 'cpu' and self.kv_dtype == torch.float32 and not self.autocast
+                and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, '_reorder_linear_weight'))
+    if self.packed_weights and not packable:
+        raise ValueError('packed_weights=True needs float32 weights without autocast, on the CPU, with oneDNN')
+    self.packed = packable if self.packed_weights is None else bool(self.packed_weights)
+    if self.prefix_attention is None: self.prefix_attention = self.device.type == 'cpu'
 
 @patch
 def _cache_tokens(self: HFCausalLM) -> int:
@@ -344,7 +355,7 @@ def exact(self: HFCausalLM) -> HFCausalLM|None:
     if not self.autocast: return None
     if '_exact' not in self.__dict__:
         twin = copy.copy(self)
-        for k in ('_identity', '_counters', '_exact'): twin.__dict__.pop(k, None)
+        for k in ('_identity', '_counters', '_exact', '_gen_twins'): twin.__dict__.pop(k, None)
         twin.autocast, twin.dtype, twin.recheck_margin = False, 'float32', 0.0
         self._exact = twin
     return self._exact
@@ -559,22 +570,119 @@ def sample_token(logits, # float `[vocab]`: one row's next-token logits
         scores = scores.masked_fill(drop.scatter(0, order, drop), -float('inf'))
     return int(torch.multinomial(scores.softmax(-1)[None], 1, generator=generator)[0, 0])
 
+# %% ../nbs/03c_lm_hf.ipynb #7c19eb2d
+@functools.cache
+def _packed_linear_class():
+    "`PackedLinear`, defined on first use so that importing this module does not import torch."
+    import torch
+    class PackedLinear(torch.nn.Module):
+        "An `nn.Linear`'s own weight and bias, with the weight laid out once more by oneDNN for CPU matmuls."
+        def __init__(self, linear):
+            super().__init__()
+            self.weight, self.bias = linear.weight, linear.bias
+            with torch.no_grad(): self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach())
+        def forward(self, x): return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, 'none', [], '')
+    return PackedLinear
+
+# %% ../nbs/03c_lm_hf.ipynb #6747c140
+def module_twin(module, # a module tree
+                swap): # `swap(m)`: a module to put in place of `m` (and look inside), or None to keep `m`
+    "`module` with `swap`'s replacements at any depth: shallow copies on the way down to them, the rest shared."
+    new = swap(module)
+    kids = {k: None if m is None else module_twin(m, swap) for k, m in module._modules.items()}
+    changed = any(kids[k] is not m for k, m in module._modules.items())
+    if new is None and not changed: return module
+    twin = copy.copy(module) if new is None else new
+    if changed: twin._modules = kids
+    return twin
+
+# %% ../nbs/03c_lm_hf.ipynb #cb39eee6
+def packed_twin(module): # a decoder body or an output head
+    "`module`, or a shallow copy of it whose float32 `nn.Linear` layers are `PackedLinear`s sharing their weights."
+    import torch
+    fp32_linear = lambda m: isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.float32
+    return module_twin(module, lambda m: _packed_linear_class()(m) if fp32_linear(m) else None)
+
+# %% ../nbs/03c_lm_hf.ipynb #cda4ba54
+_SHARED_COLUMNS = contextvars.ContextVar('wordbench_shared_columns', default=0)  # set by `_gen_forward`
+
+# %% ../nbs/03c_lm_hf.ipynb #fd2b3a9f
+def prefix_shared_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    "SDPA, except that a decoding step reads the first `_SHARED_COLUMNS` key/value columns, alike in all rows, once."
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    p, (b, hq, q, d), hk = _SHARED_COLUMNS.get(), query.shape, key.shape[1]
+    if p <= 0 or q != 1 or b < 2 or dropout or kwargs.get('softcap') is not None or kwargs.get('s_aux') is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)
+    grouped = query.reshape(b, hk, hq // hk, d)   # each key/value head's queries
+    flat = grouped.transpose(0, 1).reshape(hk, -1, d)   # all rows' queries of a head, against one copy
+    shared = (flat @ key[0, :, :p].transpose(-1, -2)).view(hk, b, -1, p).transpose(0, 1)
+    scores = torch.cat([shared, grouped @ key[:, :, p:].transpose(-1, -2)], -1) * (scaling or d ** -0.5)
+    if attention_mask is not None:
+        scores = (scores.masked_fill(~attention_mask, -math.inf) if attention_mask.dtype == torch.bool
+                  else scores + attention_mask)
+    w = scores.softmax(-1)
+    out = (w[..., :p].transpose(0, 1).reshape(hk, -1, p) @ value[0, :, :p]).view(hk, b, -1, d).transpose(0, 1)
+    return (out + w[..., p:] @ value[:, :, p:]).reshape(b, hq, 1, d).transpose(1, 2).contiguous(), None
+
+# %% ../nbs/03c_lm_hf.ipynb #e94aafb1
+PREFIX_ATTENTION = 'wordbench-prefix-shared'  # the name `prefix_shared_attention` is registered under
+
+@functools.cache
+def _register_prefix_attention() -> str:
+    "Register `prefix_shared_attention` with transformers (once); its name."
+    from transformers import AttentionInterface
+    AttentionInterface.register(PREFIX_ATTENTION, prefix_shared_attention)
+    return PREFIX_ATTENTION
+
+# %% ../nbs/03c_lm_hf.ipynb #3f247ccc
+def attention_twin(module, # a decoder body
+                   implementation: str): # a registered attention function
+    "`module`, or a shallow copy of it whose SDPA layers call `implementation` (with a copy of their config)."
+    def swap(m):
+        cfg = getattr(m, 'config', None)
+        if not hasattr(m, 'layer_idx') or getattr(cfg, '_attn_implementation', None) != 'sdpa': return None
+        twin = copy.copy(m)
+        twin.config = copy.copy(cfg)
+        twin.config._attn_implementation = implementation
+        return twin
+    return module_twin(module, swap)
+
+# %% ../nbs/03c_lm_hf.ipynb #f99cb57c
+@patch
+def _gen_parts(self: HFCausalLM):
+    "`(decoder body, output head)` that `generate` runs: the model's own, or twins with packed weights and attention."
+    if '_gen_twins' not in self.__dict__:
+        import torch
+        decoder, head = self.decoder, self.lm_head
+        with torch.no_grad():
+            if self.packed: decoder, head = packed_twin(decoder), packed_twin(head)
+        if self.prefix_attention: decoder = attention_twin(decoder, _register_prefix_attention())
+        self._gen_twins = decoder, head
+    return self._gen_twins
+
 # %% ../nbs/03c_lm_hf.ipynb #803c59f4
 @patch
-def _gen_forward(self: HFCausalLM, ids, positions, mask, cache):
+def _gen_forward(self: HFCausalLM, ids, positions, mask, cache,
+                 shared: int=0): # leading cache columns alike in every row (`prefix_shared_attention`)
     "Last hidden states of `ids` at `positions`, attending through `mask` to `cache` (which they extend)."
     import torch
     self.counters['forward_calls'] += 1
-    with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-        h = self.decoder(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                         use_cache=True).last_hidden_state
+    self.counters['shared_columns_read_once'] += shared
+    decoder, token = self._gen_parts()[0], _SHARED_COLUMNS.set(shared)
+    try:
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            h = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=True).last_hidden_state
+    finally: _SHARED_COLUMNS.reset(token)
     return h.float() if self.autocast else h
 
 @patch
 def _next_logits(self: HFCausalLM, hidden):
     "Float32 next-token logits for hidden states `[n, dim]`."
     import torch
-    logits = self.lm_head(hidden).float()
+    logits = self._gen_parts()[1](hidden).float()
     return torch.tanh(logits / self.softcap) * self.softcap if self.softcap else logits
 
 # %% ../nbs/03c_lm_hf.ipynb #bf489145
@@ -657,6 +765,7 @@ def _decode(self: HFCausalLM, rows, cache, hidden, pbar):
     seen, k_pos = cols[None] < lens[:, None], cols[None].repeat(len(rows), 1)
     gens = [torch.Generator(dev).manual_seed(r.seed) if r.temperature > 0 else None for r in rows]
     present, ended, logits = list(range(len(rows))), set(), self._next_logits(hidden)
+    shared = self._shared_columns(rows)
     for step in itertools.count():
         done = {i for k, i in enumerate(present) if i not in ended and self._advance(rows[i], logits[k], gens[i])}
         pbar.update(len(done))
@@ -666,11 +775,19 @@ def _decode(self: HFCausalLM, rows, cache, hidden, pbar):
             keep = torch.tensor([k for k, i in enumerate(present) if i not in ended], device=dev)
             _keep_rows(cache, keep, width + step)
             lens, seen, k_pos, present = lens[keep], seen[keep], k_pos[keep], [i for i in present if i not in ended]
+            shared = self._shared_columns([rows[i] for i in present])
         col, q_pos = width + step, (lens + step)[:, None]
         seen[:, col], k_pos[:, col] = True, lens + step
         mask = layer_masks(seen[:, None, :col + 1], q_pos, k_pos[:, :col + 1], self.gen_window, self.layer_types)
         ids = torch.tensor([rows[i].new[-1] for i in present], device=dev)[:, None]
-        logits = self._next_logits(self._gen_forward(ids, q_pos, mask, cache)[:, -1])
+        logits = self._next_logits(self._gen_forward(ids, q_pos, mask, cache, shared)[:, -1])
+
+# %% ../nbs/03c_lm_hf.ipynb #ed76ad16
+@patch
+def _shared_columns(self: HFCausalLM, rows) -> int:
+    "Leading cache columns alike in all `rows` of a decoding batch (their common prompt prefix); 0 when not used."
+    if not self.prefix_attention or len(rows) < 2: return 0
+    return min(common_prefix_length(rows[0].ids, r.ids) for r in rows[1:])
 
 # %% ../nbs/03c_lm_hf.ipynb #92ff786d
 @patch
