@@ -14,12 +14,13 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP',
-           'PREFIX_ATTENTION', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
-           'common_prefix_length', 'unique_prefix_tokens', 'group_by_prefix', 'HFCausalLM', 'transformers_identity',
-           'weights_hash', 'pack_group', 'tree_mask', 'plain_chat_prompt', 'cut_at_stop', 'plan_batches', 'prefix_tree',
-           'tree_attention', 'prefill_groups', 'slot_cache', 'layer_masks', 'sample_token', 'module_twin',
-           'packed_twin', 'prefix_shared_attention', 'attention_twin', 'generate_alone']
+__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN',
+           'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'PREFIX_ATTENTION', 'move_trailing_space', 'prefix_token_id',
+           'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens', 'group_by_prefix',
+           'HFCausalLM', 'transformers_identity', 'weights_hash', 'pack_group', 'tree_mask', 'plain_chat_prompt',
+           'cut_at_stop', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'slot_cache',
+           'layer_masks', 'sample_token', 'module_twin', 'packed_twin', 'prefix_shared_attention', 'attention_twin',
+           'generate_alone']
 
 # %% ../nbs/03c_lm_hf.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -150,7 +151,10 @@ def _init_parts(self: HFCausalLM, max_length):
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
 
 # %% ../nbs/03c_lm_hf.ipynb #83f8f990
-PREFILL_GROUP_TOKENS = 2048  # new prefix-tree tokens per prefill group (bounds the masked-out attention of one group)
+PREFILL_GROUP_TOKENS = 512  # new prefix-tree tokens per prefill group (bounds the masked-out attention of one group)
+
+# %% ../nbs/03c_lm_hf.ipynb #aa2d5f6e
+PREFIX_ATTENTION_MIN = 1024  # key/value columns per layer and step that reading a shared prefix once must save
 
 # %% ../nbs/03c_lm_hf.ipynb #c76d45e4
 @patch
@@ -173,6 +177,7 @@ def _init_generation(self: HFCausalLM):
         raise ValueError('packed_weights=True needs float32 weights without autocast, on the CPU, with oneDNN')
     self.packed = packable if self.packed_weights is None else bool(self.packed_weights)
     if self.prefix_attention is None: self.prefix_attention = self.device.type == 'cpu'
+    self.prefix_attention_min = PREFIX_ATTENTION_MIN
 
 @patch
 def _cache_tokens(self: HFCausalLM) -> int:
@@ -785,9 +790,10 @@ def _decode(self: HFCausalLM, rows, cache, hidden, pbar):
 # %% ../nbs/03c_lm_hf.ipynb #ed76ad16
 @patch
 def _shared_columns(self: HFCausalLM, rows) -> int:
-    "Leading cache columns alike in all `rows` of a decoding batch (their common prompt prefix); 0 when not used."
+    "Leading cache columns alike in all `rows` (their common prompt prefix), when reading them once saves enough."
     if not self.prefix_attention or len(rows) < 2: return 0
-    return min(common_prefix_length(rows[0].ids, r.ids) for r in rows[1:])
+    p = min(common_prefix_length(rows[0].ids, r.ids) for r in rows[1:])
+    return p if (len(rows) - 1) * p >= self.prefix_attention_min else 0
 
 # %% ../nbs/03c_lm_hf.ipynb #92ff786d
 @patch
