@@ -14,7 +14,8 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
                           register_backend)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken']
+__all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken', 'stop_process',
+           'popen_tied', 'wait_for_server', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
@@ -276,3 +277,103 @@ def topk(self: OpenAILM, requests, progress=None) -> list:
     requests = list(requests)
     self.counters['topk'] += len(requests)
     return self._map(self._top, requests)
+
+# %% ../nbs/03b_openai.ipynb #5c372515
+_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): the signal a process gets when its parent dies
+
+def _death_signal(parent: int): # the parent's pid, to catch a parent that died before the call
+    "A `preexec_fn` asking Linux for SIGTERM when the parent dies; None where there is no `prctl`."
+    import ctypes, signal
+    try: prctl = ctypes.CDLL(None, use_errno=True).prctl   # resolved here, before the fork
+    except (OSError, AttributeError): return None
+    def tie():
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() != parent: os._exit(1)
+    return tie
+
+# %% ../nbs/03b_openai.ipynb #fdd07241
+def stop_process(proc, # a `subprocess.Popen`
+                 timeout: float=15): # seconds between SIGTERM and SIGKILL
+    "Terminate `proc` if it still runs, and kill it when it does not end within `timeout`."
+    import subprocess
+    if proc.poll() is not None: return
+    proc.terminate()
+    try: proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+# %% ../nbs/03b_openai.ipynb #b478c25f
+def popen_tied(cmd: list, # the command line
+               log_path): # file that receives its stdout and stderr
+    "A subprocess that gets SIGTERM when this process dies (Linux, even on SIGKILL) and is stopped at exit."
+    import subprocess, atexit
+    with open(log_path, 'ab') as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_death_signal(os.getpid()))
+    atexit.register(stop_process, proc)
+    return proc
+
+# %% ../nbs/03b_openai.ipynb #76129d50
+def _log_tail(path, n: int=3000) -> str:
+    "The last `n` characters of a log file ('' when there is none)."
+    from pathlib import Path
+    return Path(path).read_text(errors='replace')[-n:] if Path(path).exists() else ''
+
+def wait_for_server(base_url: str, # e.g. http://127.0.0.1:8000/v1
+                    proc, # the server's `subprocess.Popen`
+                    log_path, # its log, quoted in errors
+                    timeout: float=120.0) -> str: # seconds
+    "The first model id that `base_url/models` lists, polled until the server answers."
+    import json, time, urllib.request
+    opener, deadline = urllib.request.build_opener(urllib.request.ProxyHandler({})), time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f'{base_url}: server exited with code {proc.returncode}:\n{_log_tail(log_path)}')
+        try:
+            with opener.open(base_url + '/models', timeout=2) as r: return json.load(r)['data'][0]['id']
+        except OSError: pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{base_url}: server not ready after {timeout:g} s:\n{_log_tail(log_path)}')
+        time.sleep(0.25)
+
+# %% ../nbs/03b_openai.ipynb #5005323d
+class LlamaCppServer:
+    "llama-cpp-python's OpenAI-compatible server for a GGUF file on 127.0.0.1, tied to this process."
+    def __init__(self, gguf, # the model file
+                 n_ctx: int=2048, # context window, tokens
+                 threads: int|None=None, # CPU threads for decoding and prompts (None: llama.cpp's default)
+                 timeout: float=120.0, # seconds to wait for it to answer
+                 log_path=None): # its output (default: a new temporary file)
+        import tempfile
+        from pathlib import Path
+        self.gguf, self.n_ctx, self.threads, self.timeout, self.proc = str(gguf), n_ctx, threads, timeout, None
+        self.log_path = Path(log_path or Path(tempfile.mkdtemp(prefix='llama_server_'))/'server.log')
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()
+
+# %% ../nbs/03b_openai.ipynb #f592c5bc
+@patch
+def command(self: LlamaCppServer, port: int) -> list[str]:
+    "The server's command line on `port`."
+    cmd = [sys.executable, '-m', 'llama_cpp.server', '--model', self.gguf, '--host', '127.0.0.1', '--port', str(port),
+           '--n_ctx', str(self.n_ctx)]
+    return cmd + (['--n_threads', str(self.threads), '--n_threads_batch', str(self.threads)] if self.threads else [])
+
+@patch
+def start(self: LlamaCppServer) -> LlamaCppServer:
+    "Start the server on a free port and wait until it answers; it is stopped if it never does."
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    self.base_url, self.proc = f'http://127.0.0.1:{port}/v1', popen_tied(self.command(port), self.log_path)
+    try: self.model = wait_for_server(self.base_url, self.proc, self.log_path, self.timeout)
+    except BaseException:
+        self.stop()
+        raise
+    return self
+
+@patch
+def stop(self: LlamaCppServer):
+    "Stop the server (a no-op when it is not running)."
+    if self.proc is not None: stop_process(self.proc)
