@@ -289,6 +289,27 @@ def _regenerate_parser(sub):
     r.add_argument('--set', nargs='+', action='append', default=[], metavar=('NAME', 'VALUE'),
                    help='another run-wide option, e.g. --set strategy_models smollm2-135m (a list of values)')
 
+# %% ../nbs/90_cli.ipynb #c26c6dfa
+def _export_parser(sub):
+    "`wordbench export hf|lm-eval [--out DIR] [NAME ...]`."
+    from wordbench.export import HF_EXPORTS, LM_EVAL_EXPORTS
+    x = sub.add_parser('export', help='write benchmarks as Hugging Face datasets or lm-eval task folders')
+    kinds = x.add_subparsers(dest='format', required=True, metavar='FORMAT')
+    for kind, reg, what in (('hf', HF_EXPORTS, 'dataset folders'), ('lm-eval', LM_EVAL_EXPORTS, 'task folders')):
+        k = kinds.add_parser(kind, help=f'{what} (default into exports/{kind}/)')
+        k.add_argument('names', nargs='*', metavar='NAME', help=f"exports (default: all: {' '.join(reg)})")
+        k.add_argument('--out', default=None, help=f'parent folder (default: exports/{kind}/)')
+        if kind == 'lm-eval': k.add_argument('--hf', default=None, help='the Hugging Face exports (default: exports/hf/)')
+
+# %% ../nbs/90_cli.ipynb #b02635ab
+def _export(a) -> int:
+    "`wordbench export ...`: write the exports and print their folders."
+    from wordbench.export import export_hf, export_lm_eval
+    paths = (export_hf(a.names or None, a.out) if a.format == 'hf' else
+             export_lm_eval(a.names or None, a.out, a.hf))
+    for p in paths: print(p)
+    return 0
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -308,6 +329,7 @@ def _parser() -> argparse.ArgumentParser:
     _eval_parser(sub)
     _score_parser(sub)
     _regenerate_parser(sub)
+    _export_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827
@@ -362,6 +384,7 @@ def _run(a) -> int:
         return 0
     if a.command == 'eval': return _eval(a)
     if a.command == 'score': return _score(a)
+    if a.command == 'export': return _export(a)
     if a.command == 'regenerate':
         options = {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}}
         regenerate(a.names or None, a.out, options)

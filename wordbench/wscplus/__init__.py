@@ -6,7 +6,7 @@
 from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
-from . import sources, data, prompts, extract, task, metrics, generate  # registers sources and the task
+from . import sources, data, prompts, extract, task, metrics, generate, export  # registers sources and the task
 
 # %% auto #0
 __all__ = ['WSCPLUS_ANALYSES', 'build_splits_dataset', 'build_generated']
