@@ -54,7 +54,7 @@ def size_category(n: int) -> str:
         if n < hi: return label
     return 'n>1M'
 
-# %% ../nbs/09a_export.ipynb #1f6b7be4
+# %% ../nbs/09a_export.ipynb #cc144d3d
 def write_config(out: Path, # the dataset folder
                  cfg: HFConfig # the config to write
                 ) -> tuple[dict, dict]:
@@ -69,7 +69,7 @@ def write_config(out: Path, # the dataset folder
         (out/path).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, out/path)
         files.append({'split': split, 'path': path.as_posix()})
-        splits.append({'name': split, 'num_examples': len(records)})
+        splits.append({'name': split, 'num_bytes': table.nbytes, 'num_examples': len(records)})
         features = features or Features.from_arrow_schema(table.schema)._to_yaml_list()
     return ({'config_name': cfg.name, 'data_files': files},
             {'config_name': cfg.name, 'features': features, 'splits': splits})

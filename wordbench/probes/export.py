@@ -11,11 +11,12 @@ from .sources import PROBE_DATASETS
 # %% auto #0
 __all__ = ['PROBES_CITATION', 'PROBES_EXPORT', 'PROBES_LM_EVAL', 'probes_configs', 'probes_tasks']
 
-# %% ../../nbs/38_probes_export.ipynb #787dd0f8
+# %% ../../nbs/38_probes_export.ipynb #9cc2d3d9
 def probes_configs(datasets=tuple(PROBE_DATASETS)) -> list[HFConfig]:
     "One config per probe dataset: its sentences in file order."
-    return [HFConfig(d, {'test': probe_items(d).astype({'dataset': str, 'sentence': str, 'context': str, 'target': str,
-                                                          'id': str, 'target_authors': str}).to_dict('records')},
+    text = dict.fromkeys(('dataset', 'sentence', 'context', 'target', 'id', 'target_authors'), str)
+    return [HFConfig(d, {'test': [dict(r, continuation=' ' + r['target'])
+                                  for r in probe_items(d).astype(text).to_dict('records')]},
                      f'{d}: sentences whose last word is the target') for d in datasets]
 
 # %% ../../nbs/38_probes_export.ipynb #913bb10b
@@ -36,11 +37,11 @@ PROBES_EXPORT = register_hf_export(HFExport(
     'affirmative with a negated sentence; ROLE pairs swap the two roles. `scored` marks the sentences the published '
     'accuracy counts.', PROBES_CITATION, local_only=True, default='ROLE-1500'))
 
-# %% ../../nbs/38_probes_export.ipynb #20a2e75e
+# %% ../../nbs/38_probes_export.ipynb #0f20933c
 def probes_tasks() -> dict:
     "`{task: (config, YAML keys)}`: the top-1 cloze of each probe dataset."
-    spec = dict(output_type='loglikelihood', test_split='test', doc_to_text='context', doc_to_target='target',
-                target_delimiter=' ', metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
+    spec = dict(output_type='loglikelihood', test_split='test', doc_to_text='context', doc_to_target='continuation',
+                metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
                 metadata={'version': 1.0})
     return {'probes_' + d.lower().replace('-', '_'): (d, spec) for d in PROBE_DATASETS}
 
