@@ -9,7 +9,7 @@ STAMP := $(VENV)/.wordbench-installed
 TEST_STAMP := $(VENV)/.wordbench-test-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: figures data results benchmark test test-env setup env resources wordnet-system doctor check-sync lock
+.PHONY: figures data results exports benchmark test test-env setup env resources wordnet-system doctor check-sync lock
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
 # (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
@@ -22,7 +22,7 @@ GRID ?= cpu
 EVAL ?= $(BIN)/wordbench eval
 EVAL_OPTS ?= --batch-size 8
 
-figures: setup data results       ## the main job: build datasets, evaluate (cached), regenerate figures/
+figures: setup data results exports ## the main job: build datasets, evaluate (cached), export, regenerate figures/
 	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
 
 data: env                          ## datasets derived from the raw inputs (every builder the main job runs; deterministic)
@@ -33,6 +33,11 @@ results: env                       ## every registered task's $(GRID) grid, cach
 	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)); do $(EVAL) $$t --grid $(GRID) --model $(MODELS) $(EVAL_OPTS); done
 	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do \
 	  $(EVAL) $$t --grid $(GRID)-strategies --model $(STRATEGY_MODELS) $(EVAL_OPTS); done
+
+EXPORTS ?= exports
+exports: env                       ## every benchmark as Hugging Face datasets and lm-eval tasks into $(EXPORTS)/ (git-ignored; seconds)
+	$(BIN)/wordbench export hf --out $(EXPORTS)/hf
+	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
 benchmark: env test-env            ## model-layer speed and exactness: scoring vs lm-eval, generation vs lm-eval and llama.cpp
 	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark
