@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_tasks.ipynb #626d9aef
 from __future__ import annotations
-import logging, warnings
+import logging, time, warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +15,7 @@ from .core import Registry
 from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest, get_lm
 from .choices import score_choices
 from .results import ResultSchema, load_results, merge_results, read_results, results_path, write_results
+from .run_record import run_config, run_record, write_run_record
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'run_task',
@@ -183,7 +184,7 @@ def run_eval(task: str|Task, # a task or its registered name
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
-    "Evaluate `task` for each model, part by part, merging the rows into `<task>_<model>.csv.gz`; returns the files."
+    "Evaluate `task` for each model, part by part, merging rows into `<task>_<model>.csv.gz` (+ a run record); the files."
     task = TASKS[task] if isinstance(task, str) else task
     parts = []
     for part in grid_parts(task, grid, **options):
@@ -195,12 +196,15 @@ def run_eval(task: str|Task, # a task or its registered name
         if cache:
             from wordbench.cache import CachedLM
             lm = CachedLM(lm, path=None if cache is True else cache)
-        path = results_path(task.name, m, out)
+        path, t0, frames = results_path(task.name, m, out), time.time(), []
         for settings, items, pool in parts:
             res = run_task(task, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
+            frames.append(res)
             old = read_results(path, task.schema) if path.exists() else None
             write_results(merge_results(old, res, task.schema), path, task.schema)
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')
+        write_run_record(path, *run_record(task, m, pd.concat(frames, ignore_index=True), parts,
+                                           run_config(m, backend, lm, grid, lm_options, options), time.time() - t0))
         paths.append(path)
     return paths
 
