@@ -77,3 +77,17 @@ def test_filters_parse_as_wordbench(lm_eval_dir):
         for f in pipe.filters: out = f().apply(out, [docs[i] for i in r.id])
         want = [p if p != '' else '[invalid]' for p in r[key]]
         assert list(out) == want, name
+
+
+def test_runs_end_to_end(lm_eval_dir):
+    "lm-eval's own evaluator runs every group on its `dummy` model: one results row per task and filter."
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+    from wordbench.export import LM_EVAL_EXPORTS
+    tm = TaskManager(include_path=str(lm_eval_dir), include_defaults=False)
+    out = simple_evaluate(model='dummy', tasks=list(LM_EVAL_EXPORTS), task_manager=tm, limit=1, log_samples=False)
+    tasks = {t for e in LM_EVAL_EXPORTS.values() for t in e.tasks()}
+    assert set(out['results']) >= tasks
+    assert 'exact_match,authors-parse' in out['results']['newterm_csj_2022_gen']
+    assert 'exact_match,paper-pattern' in out['results']['wscplus_generated_sc5']
+    assert 'acc,none' in out['results']['winodict_original']
