@@ -1,0 +1,30 @@
+"""Cross-check of `probes-cloze` with the psycholinguists' scorer, minicons: on a sample of probe sentences and both
+local models, the target's next-token rank and the whole word's log-probability agree (ranks equal, log-probs within
+1e-4). Needs `minicons==0.3.39` (with `wonderwords==3.0.1`); skipped, with that message, where it is not installed."""
+import warnings
+import pytest
+
+minicons = pytest.importorskip('minicons', reason='minicons is not installed: pip install minicons==0.3.39')
+
+
+@pytest.mark.parametrize('model', ['smollm2-135m', 'gemma3-270m'])
+def test_cloze_matches_minicons(model):
+    from minicons import scorer
+    from wordbench.lm import get_lm
+    from wordbench.probes.task import CLOZE
+    from wordbench.tasks import Setting, run_task
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        items, _ = CLOZE.load(datasets=['ROLE-88', 'NEG-136-SIMP'], pairs=2, k=5, whole_word=1)
+        wb = get_lm('hf', model, dtype='float32')
+        rows = run_task(CLOZE, wb, [Setting('causal')], items, progress=False)
+    mc = scorer.IncrementalLMScorer(wb.model, 'cpu', tokenizer=wb.tokenizer)
+    ctx, targets = list(rows.input), list(rows.label)
+    whole = mc.conditional_score(ctx, targets, reduction=lambda x: x.sum(0).item())
+    dist = mc.next_word_distribution(ctx)
+    assert len(rows) == 8
+    for i, r in enumerate(rows.itertuples()):
+        first = wb.tokenizer.encode(' ' + r.label, add_special_tokens=False)[0]
+        assert int((dist[i] > dist[i][first]).sum()) + 1 == r.target_rank, (model, r.id)
+        assert abs(whole[i] - r.word_logprob) < 1e-4, (model, r.id, whole[i], r.word_logprob)
+        assert abs(float(dist[i][first]) - r.target_logprob) < 1e-4
