@@ -74,7 +74,7 @@ def write_config(out: Path, # the dataset folder
     return ({'config_name': cfg.name, 'data_files': files},
             {'config_name': cfg.name, 'features': features, 'splits': splits})
 
-# %% ../nbs/09a_export.ipynb #9c34d82d
+# %% ../nbs/09a_export.ipynb #3e39ce67
 def _config_lines(configs: Sequence[HFConfig], infos: Sequence[dict]) -> list[str]:
     return [f"- `{c.name}`: " + ', '.join(f"{s['name']} {s['num_examples']:,}" for s in i['splits'])
             + (f' - {c.description}' if c.description else '') for c, i in zip(configs, infos)]
@@ -95,6 +95,7 @@ def dataset_card(e: HFExport, # the export
              if e.local_only else '')
     return '\n'.join(['---', yaml.safe_dump(head, sort_keys=False, allow_unicode=True).rstrip(), '---', '',
                       f'# {e.pretty_name}', '', e.description, '', '## Configs', '', *_config_lines(configs, infos), '',
+                      'Load one with `datasets.load_dataset("<this folder>", "<config>")` (offline; no script).', '',
                       '## Licence', '', e.licence_note, local, '## Citation', '', '```bibtex', e.citation.strip(), '```',
                       '', 'Written by `wordbench export hf`.', ''])
 
@@ -178,7 +179,7 @@ def group_yaml(e: LmEvalExport, tasks: Sequence[str]) -> str:
     import yaml
     return yaml.safe_dump(dict(group=e.name, task=list(tasks), metadata={'version': 1.0}), sort_keys=False)
 
-# %% ../nbs/09a_export.ipynb #2c9ca669
+# %% ../nbs/09a_export.ipynb #bacaeb34
 def export_lm_eval(names: Sequence[str]|None=None, # registered lm-eval export names (default: all)
                    out=None, # parent folder (default: `default_export_dir()/'lm-eval'`)
                    hf=None # the Hugging Face exports' parent folder (default: `default_export_dir()/'hf'`)
@@ -199,6 +200,8 @@ def export_lm_eval(names: Sequence[str]|None=None, # registered lm-eval export n
         (folder/f'_{name}.yaml').write_text(group_yaml(e, list(tasks)), encoding='utf-8')
         rel = os.path.relpath((hf/e.hf).resolve(), folder.resolve())
         (folder/'utils.py').write_text(utils_source(e, rel), encoding='utf-8')
-        (folder/'README.md').write_text(f'# {name} for lm-evaluation-harness\n\n{e.note}\n', encoding='utf-8')
+        (folder/'README.md').write_text(f'# {name} for lm-evaluation-harness\n\n{e.note}\n\nRun: `lm_eval --model hf '
+                                        f'--model_args pretrained=MODEL --include_path {out} --tasks {name}` (the group) '
+                                        f'or one task: {", ".join(tasks)}.\n', encoding='utf-8')
         paths.append(folder)
     return paths
