@@ -83,16 +83,18 @@ def _gen_spec() -> dict:
                 metric_list=[dict(metric='exact_match', aggregation='mean', higher_is_better=True)],
                 metadata={'version': 1.0})
 
-# %% ../../nbs/28a_newterm_export.ipynb #7e108f1b
+# %% ../../nbs/28a_newterm_export.ipynb #f99e0890
 def newterm_tasks(years=(2022, 2023)) -> dict:
-    "`{task: (config, YAML keys)}`: each task and year (raw items) under both protocols."
-    return {f'newterm_{t.lower()}_{y}{suffix}': (config_name(t, y, 'raw'), spec()) for t in ITEM_TASKS for y in years
+    "`{task: (config, YAML keys)}`: each task and year under both protocols, raw items and (`_clean`) filtered ones."
+    return {f'newterm_{t.lower()}_{y}{"" if sub == "raw" else "_" + sub}{suffix}': (config_name(t, y, sub), spec())
+            for t in ITEM_TASKS for y in years for sub in ('raw', 'clean')
             for suffix, spec in (('_ll', _ll_spec), ('_gen', _gen_spec))}
 
-# %% ../../nbs/28a_newterm_export.ipynb #0b819082
+# %% ../../nbs/28a_newterm_export.ipynb #a0110497
 NEWTERM_LM_EVAL = register_lm_eval_export(LmEvalExport(
     'newterm', 'newterm', newterm_tasks, module='wordbench.newterm.export',
-    note="`*_ll`: the always-answering protocol (`base1`; COMA/COST score the choice texts, CSJ the words NO/YES). "
+    note="Raw items, or the human-filtered ones (`*_clean_*`, the sets of the paper's main table). "
+         "`*_ll`: the always-answering protocol (`base1`; COMA/COST score the choice texts, CSJ the words NO/YES). "
          "`*_gen`: the paper's protocol, greedy replies parsed by the authors' rules (`[invalid]` when nothing "
          'parses), from the plain rendering of the system and user turns; wordbench renders them with the '
          "model's chat template instead. The filter imports wordbench (`utils.py`)."))
