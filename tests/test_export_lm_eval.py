@@ -53,7 +53,7 @@ def test_requests_are_wordbench_requests(lm_eval_dir):
     assert p.args == (doc['context'], ' ' + doc['target'])
     sc = _requests(t['wscplus_generated_sc5'], 1)
     assert sc[0].repeats == 5 and sc[0].args[1]['until'] == ['\nQ:']
-    assert _requests(t['newterm_coma_2022_gen'], 1)[0].args[0].endswith('Answer: ')
+    assert _requests(t['newterm_coma_2022_gen'], 1)[0].args[0].endswith('Answer: ')  # system and user text, joined
 
 
 def test_filters_parse_as_wordbench(lm_eval_dir):

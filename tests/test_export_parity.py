@@ -100,3 +100,47 @@ def test_probes_top1(env):
     for d, ((lp, greedy),) in docs:
         assert abs(lp - rows[d['id']]['word_logprob']) < 1e-4
         assert int(greedy) == rows[d['id']]['word_greedy']
+
+
+@pytest.fixture(scope='module')
+def generations(env):
+    "lm-eval's greedy replies (chat template applied, 16 new tokens) and filtered answers, per task and document id."
+    from lm_eval import simple_evaluate
+    tm, _, harness = env
+    names = ['wscplus_generated', 'newterm_coma_2022_gen', 'newterm_csj_2022_gen']
+    out = simple_evaluate(model=harness, tasks=names, task_manager=tm, limit=N, log_samples=True,
+                          apply_chat_template=True, gen_kwargs='max_gen_toks=16')
+    return {n: {s['doc']['id']: (s['resps'][0][0], s['filtered_resps'][0]) for s in out['samples'][n]} for n in names}
+
+
+def test_wscplus_generated(env, generations):
+    "Same chat, same greedy reply, same answer under the paper's pattern (wordbench's `paper_extract`)."
+    import dataclasses
+    from wordbench.wscplus.data import load_items
+    from wordbench.wscplus.extract import paper_extract
+    from wordbench.wscplus.task import item_requests, shots_of
+    got = generations['wscplus_generated']
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        items, pool = [it for it in load_items('validation') if it['id'] in got], load_items('few-shot')
+    reqs = [dataclasses.replace(item_requests(it, 'zero-shot', shots_of(pool))[0], max_tokens=16) for it in items]
+    assert len(reqs) == N
+    for it, g in zip(items, env[1].generate(reqs, progress=False)):
+        reply, answer = got[it['id']]
+        assert reply == g.text, (it['id'], reply, g.text)
+        assert answer == str(paper_extract(g.text) if paper_extract(g.text) is not None else '[invalid]')
+
+
+@pytest.mark.parametrize('task', ['COMA', 'CSJ'])
+def test_newterm_generated(env, generations, task):
+    "Same system and user turns, same greedy reply, same answer under the authors' parsing."
+    from wordbench.newterm.items import load_items
+    from wordbench.newterm.prompts import generate_request, parse_reply
+    got = generations[f'newterm_{task.lower()}_2022_gen']
+    items = [it for it in load_items(task, [2022]) if it['id'] in got]
+    replies = env[1].generate([generate_request(it, 'base1', (), 16) for it in items], progress=False)
+    assert len(items) == N
+    for it, g in zip(items, replies):
+        reply, answer = got[it['id']]
+        assert reply == g.text, (it['id'], reply, g.text)
+        assert answer == (parse_reply(it, g.text)[0] or '[invalid]')

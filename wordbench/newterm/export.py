@@ -19,14 +19,15 @@ EXPORT_YEARS = (2022, 2023, 2024)  # the English releases (the multilingual 2024
 # %% ../../nbs/28a_newterm_export.ipynb #7ef3af99
 PROMPT_STRATEGY = 'base1'  # the prompt both protocols' exported requests use (the CPU grid's first)
 
-# %% ../../nbs/28a_newterm_export.ipynb #71777c47
+# %% ../../nbs/28a_newterm_export.ipynb #4bc19305
 def export_record(it: dict) -> dict: # a NewTerm item
     "`it` with the `base1` prompt, the answers the log-likelihood protocol scores and the gold answer's index."
-    reqs = choice_requests(it, PROMPT_STRATEGY, answers='text')
+    reqs, msgs = choice_requests(it, PROMPT_STRATEGY, answers='text'), dict(messages(it, PROMPT_STRATEGY))
     answers = [r.continuation[1:] for r in reqs]
     gold = list(CSJ_WORDS[1]).index(CSJ_WORDS[1][it['label'] == 'True']) if it['task'] == 'CSJ' else it['gold']
-    return dict(it, prompt_strategy=PROMPT_STRATEGY, prompt=render_chat(messages(it, PROMPT_STRATEGY), 'plain'),
-                ll_context=reqs[0].context, answers=answers, answer_index=gold)
+    return dict(it, prompt_strategy=PROMPT_STRATEGY, system=msgs['system'], user=msgs['user'],
+                prompt=render_chat(messages(it, PROMPT_STRATEGY), 'plain'), ll_context=reqs[0].context,
+                answers=answers, answer_index=gold)
 
 # %% ../../nbs/28a_newterm_export.ipynb #442a3166
 def config_name(task: str, year, subset: str) -> str:
@@ -69,14 +70,15 @@ def newterm_answers(resps, # lm-eval's responses: one list of replies per docume
     "The authors' parsing of each reply (a letter, 'True' or 'False'); '[invalid]' when nothing parses."
     return [[parse_reply(d, r)[0] or '[invalid]' for r in rs] for rs, d in zip(resps, docs)]
 
-# %% ../../nbs/28a_newterm_export.ipynb #2fd4dcab
+# %% ../../nbs/28a_newterm_export.ipynb #77a04584
 def _ll_spec() -> dict:
     return dict(output_type='multiple_choice', test_split='test', doc_to_text='ll_context', doc_to_choice='answers',
                 doc_to_target='answer_index', metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
                 metadata={'version': 1.0})
 
 def _gen_spec() -> dict:
-    return dict(output_type='generate_until', test_split='test', doc_to_text='prompt', doc_to_target='label',
+    return dict(output_type='generate_until', test_split='test', description='system', doc_to_text='user',
+                doc_to_target='label',
                 generation_kwargs=dict(until=[], max_gen_toks=512, do_sample=False),
                 filter_list=[dict(name='authors-parse', filter=[dict(function='custom', filter_fn=fn('newterm_answers')),
                                                                 dict(function='take_first')])],
@@ -90,11 +92,11 @@ def newterm_tasks(years=(2022, 2023)) -> dict:
             for t in ITEM_TASKS for y in years for sub in ('raw', 'clean')
             for suffix, spec in (('_ll', _ll_spec), ('_gen', _gen_spec))}
 
-# %% ../../nbs/28a_newterm_export.ipynb #a0110497
+# %% ../../nbs/28a_newterm_export.ipynb #d7610458
 NEWTERM_LM_EVAL = register_lm_eval_export(LmEvalExport(
     'newterm', 'newterm', newterm_tasks, module='wordbench.newterm.export',
     note="Raw items, or the human-filtered ones (`*_clean_*`, the sets of the paper's main table). "
          "`*_ll`: the always-answering protocol (`base1`; COMA/COST score the choice texts, CSJ the words NO/YES). "
-         "`*_gen`: the paper's protocol, greedy replies parsed by the authors' rules (`[invalid]` when nothing "
-         'parses), from the plain rendering of the system and user turns; wordbench renders them with the '
-         "model's chat template instead. The filter imports wordbench (`utils.py`)."))
+         "`*_gen`: the paper's protocol, greedy replies to the system and user turns parsed by the authors' rules "
+         "(`[invalid]` when nothing parses); run them with `--apply_chat_template`, as wordbench does (without "
+         "it lm-eval joins the two turns' text with no separator). The filter imports wordbench (`utils.py`)."))

@@ -75,11 +75,12 @@ def wscplus_tasks() -> dict:
     return {'wscplus_scored': ('all', scored), 'wscplus_generated': ('all', _generated()),
             'wscplus_generated_sc5': ('all', _generated(5))}
 
-# %% ../../nbs/47_wscplus_export.ipynb #66ecacb3
+# %% ../../nbs/47_wscplus_export.ipynb #a0aa2625
 WSCPLUS_LM_EVAL = register_lm_eval_export(LmEvalExport(
     'wscplus', 'wscplus', wscplus_tasks,
     note="The zero-shot template on the 700 validation items. `wscplus_scored`: ' 0', ' 1', ' 2' after the "
          "template and 'A:'. `wscplus_generated`: a greedy reply, the paper's unguarded pattern (digits before the "
          "first ';'; wordbench's `paper_pred`), `[invalid]` when absent. `wscplus_generated_sc5`: five sampled "
-         "replies (temperature 0.7), the same pattern, majority vote. wordbench's guarded extraction, lenient "
-         'extraction and taxonomy are not expressed here.'))
+         "replies (temperature 0.7), the same pattern, majority vote. Run the generated tasks with "
+         "`--apply_chat_template` (wordbench sends the prompt as a user turn). wordbench's guarded extraction, "
+         'lenient extraction and taxonomy are not expressed here.'))
