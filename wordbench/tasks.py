@@ -15,6 +15,7 @@ from .core import Registry
 from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest, get_lm
 from .choices import score_choices
 from .results import ResultSchema, load_results, merge_results, read_results, results_path, write_results
+from .results import update_results
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'run_task',
@@ -198,8 +199,7 @@ def run_eval(task: str|Task, # a task or its registered name
         path = results_path(task.name, m, out)
         for settings, items, pool in parts:
             res = run_task(task, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
-            old = read_results(path, task.schema) if path.exists() else None
-            write_results(merge_results(old, res, task.schema), path, task.schema)
+            update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')
         paths.append(path)
     return paths
