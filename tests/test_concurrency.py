@@ -71,4 +71,4 @@ def test_concurrent_scores_share_one_cache(tmp_path):
         assert len(done) == len(set(done)), f'{f.name} computed a request twice'
     distinct = {x for f in logs for x in f.read_text().splitlines()}
     with sqlite3.connect(cache) as con: stored = con.execute('SELECT count(*) FROM results').fetchone()[0]
-    assert stored == len(distinct) == 3 * (160 + len([i for i in range(160) if i % 3 == 0]))
+    assert stored == len(distinct) == 3 * (240 + 80)   # 240 distinct contexts, 80 prompts a round
