@@ -60,14 +60,16 @@ def files(tmp_path_factory):
 
 EVAL = ['eval', 'tiny-arith', '--model', 'm', '--backend', 'dummy', '--no-cache']
 SCORE = ['score', '--model', 'm', '--backend', 'dummy', '--output', '{d}/out.jsonl']
-OPENAI = ['score', '--model', 'm', '--backend', 'openai', '--backend-arg', 'max_retries=0', '--backend-arg', 'timeout=1',
+OPENAI = ['score', '--model', 'm', '--backend', 'openai', '--backend-arg', 'max_retries=0',
+          '--backend-arg', 'timeout=1',
           '--output', '{d}/out.jsonl', '--no-cache']
 
 CASES = {  # name: (arguments, text the one line must contain)
     'unknown task': (['eval', 'nosuch', '--model', 'm'], "invalid choice: 'nosuch'"),
     'unknown grid': (EVAL + ['--grid', 'huge'], "has no grid 'huge'"),
     'unknown strategy': (EVAL + ['--strategies', 'bogus'], 'unknown strategy bogus'),
-    'unknown model': (['eval', 'tiny-arith', '--model', '/no/such/model', '--no-cache'], "unknown model '/no/such/model'"),
+    'unknown model': (['eval', 'tiny-arith', '--model', '/no/such/model', '--no-cache'],
+                      "unknown model '/no/such/model'"),
     'unknown backend': (EVAL + ['--backend', 'nobackend'], "unknown backend 'nobackend'"),
     'unknown backend option': (EVAL + ['--backend-arg', 'bogus=1'], "takes no option 'bogus'"),
     'malformed backend option': (EVAL + ['--backend-arg', 'bogus'], 'expects KEY=VALUE'),

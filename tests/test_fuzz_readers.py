@@ -7,17 +7,21 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from wordbench.core import DataError
 from wordbench.score import read_score_requests
-from wordbench.winodict.sources import load_foreign_words, load_morph_rules, load_winodict_words, load_winogrande, load_wsc
+from wordbench.winodict.sources import (load_foreign_words, load_morph_rules, load_winodict_words, load_winogrande,
+                                        load_wsc)
 from wordbench.newterm.sources import NEWTERM_SCHEMAS, load_newterm
 from wordbench.probes.sources import load_neg_simp_categories, load_probe, load_probe_predictions
 from wordbench.wscplus.sources import WSCPLUS_COLUMNS, WSCPLUS_RESULT_COLUMNS, load_wscplus, load_wscplus_results
 
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 30)), deadline=None, derandomize=not os.environ.get("FUZZ_EXAMPLES"),   # derandomized: the same examples in every run
+# the same 30 examples a reader in every run; FUZZ_EXAMPLES=N draws N fresh ones instead
+FUZZ = settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 30)), deadline=None,
+                derandomize=not os.environ.get('FUZZ_EXAMPLES'),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 TEXT = st.text(st.characters(exclude_categories=('Cs',)), max_size=12)   # any characters, line ends included
 JSON_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False), TEXT,
-                       st.lists(st.text(max_size=4), max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+                       st.lists(st.text(max_size=4), max_size=5),
+                       st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
 @st.composite
@@ -130,7 +134,8 @@ def test_foreign_words(raw): check(lambda p: len(load_foreign_words(p)), raw, no
 
 
 @FUZZ
-@given(st.sampled_from(sorted(NEWTERM)).flatmap(lambda t: st.tuples(st.just(t), lines_file(json_variant, [NEWTERM[t]]))))
+@given(st.sampled_from(sorted(NEWTERM)).flatmap(
+    lambda t: st.tuples(st.just(t), lines_file(json_variant, [NEWTERM[t]]))))
 def test_newterm(task_raw):
     task, raw = task_raw
     check(lambda p: len(load_newterm(task, path=p)), raw, nonblank_lines)

@@ -44,7 +44,8 @@ def default_cache_path() -> Path:
     return cache_dir('lm')/'results.sqlite'
 
 # %% ../nbs/03a_cache.ipynb #c37d6c07
-def _busy(e: BaseException) -> bool: return isinstance(e, sqlite3.OperationalError) and ('locked' in str(e) or 'busy' in str(e))
+def _busy(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and ('locked' in str(e) or 'busy' in str(e))
 
 retry_busy = tenacity.retry(retry=tenacity.retry_if_exception(_busy), wait=tenacity.wait_random_exponential(0.05, 5),
                             stop=tenacity.stop_after_delay(900), reraise=True)  # wraps a call that may meet a busy db

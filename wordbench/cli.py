@@ -361,18 +361,21 @@ def _score(a) -> int:
     lm = get_lm(a.backend, a.model, **_lm_options(a))
     if not a.no_cache: lm = CachedLM(lm, a.cache, chunk_size=a.chunk_size)
     stats = score_jsonl(lm, a.input, a.output, batch_size=a.requests_per_call)
-    if stats['failed']: raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(a.output)});"
-                                        f" {a.output} holds each answer or error",
-                                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
+    if stats['failed']:
+        raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(a.output)}); "
+                        f"{a.output} holds each answer or error",
+                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
     return 0
 
 # %% ../nbs/90_cli.ipynb #685274d2
-USER_ERRORS = (UserError, DataError, UnknownName, BackendOptionError, resources.ResourceMissing, resources.ModelNotFound,
-               FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
+USER_ERRORS = (UserError, DataError, UnknownName, BackendOptionError, resources.ResourceMissing,
+               resources.ModelNotFound, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+               FileExistsError)
 
 # %% ../nbs/90_cli.ipynb #44d2805c
 _FIXES = {FileNotFoundError: 'check the path', PermissionError: 'fix its permissions or choose another path',
-          IsADirectoryError: 'give a file, not a folder', NotADirectoryError: 'a part of the path is a file: fix the path',
+          IsADirectoryError: 'give a file, not a folder',
+          NotADirectoryError: 'a part of the path is a file: fix the path',
           FileExistsError: 'a file is in the way: choose another path', DataError: 'correct or remove that line',
           UnknownName: 'use one of the known names', BackendOptionError: 'use one of its options'}
 

@@ -52,8 +52,9 @@ def read_results(path, schema: ResultSchema) -> pd.DataFrame:
     "Results written by `write_results`, with their dtypes; a corrupt file is a `UserError` naming it."
     text = [c for c in schema.text if c in schema.columns]
     try:
-        df = pd.read_csv(path, dtype={**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}},
-                         keep_default_na=False, na_values={c: [''] for c in schema.columns if c not in text})
+        dtype = {**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}}
+        df = pd.read_csv(path, dtype=dtype, keep_default_na=False,
+                         na_values={c: [''] for c in schema.columns if c not in text})
         return tidy(df, schema)
     except (FileNotFoundError, PermissionError): raise
     except (OSError, EOFError, ValueError, zlib.error) as e:
