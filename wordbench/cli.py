@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, importlib, importlib.util, json, logging, os, sys, time
 from pathlib import Path
-from .core import project_root, cache_dir, raw_root, DataError, UnknownName, UserError
+from .core import project_root, cache_dir, raw_root, DataError, UnknownName, UserError, atomic_write
 from . import resources
 from .lm import BackendOptionError
 from .tasks import TASKS, BUILDERS, Option, run_eval
@@ -165,9 +165,7 @@ def write_figures_index(out_dir) -> Path:
         if (out_dir/notebook).exists(): lines += [f'Executed notebook: [{notebook}]({notebook})', '']
         lines += [*[f'- [{f}]({f})' for f in files], '']
         if f'{a.name}.md' in files: lines += [(out_dir/f'{a.name}.md').read_text().rstrip(), '']  # the headline table
-    p = out_dir/'README.md'
-    p.write_text('\n'.join(lines))
-    return p
+    return atomic_write(out_dir/'README.md', '\n'.join(lines))
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
