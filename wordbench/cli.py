@@ -339,9 +339,10 @@ def _eval(a) -> int:
     task = TASKS[a.task]
     if a.grid is not None and a.grid not in task.grids:
         raise UserError(f"task {task.name} has no grid {a.grid!r}; its grids: {', '.join(task.grids) or 'none'}",
-                        f'pick one of those, or leave --grid out')
+                        'pick one of those, or leave --grid out')
     try: task.settings(a.strategies, a.shots, a.seeds)   # unknown strategies: an error before any model loads
-    except ValueError as e: raise UserError(str(e), f'pick known ones (`wordbench eval {task.name} --help`) or `all`')
+    except ValueError as e:
+        raise UserError(str(e), f'pick known ones (`wordbench eval {task.name} --help`) or `all`') from None
     opts = {k: getattr(a, k) for k in task.options}
     paths = run_eval(task, a.model, a.backend, out=a.out, grid=a.grid, cache=not a.no_cache,
                      recheck_margin=a.recheck_margin, lm_options=_lm_options(a), strategies=a.strategies, shots=a.shots,
