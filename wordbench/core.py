@@ -125,8 +125,8 @@ class SkipLog:
 
 # %% ../nbs/00_core.ipynb #949911e1
 def _unwritable(path: Path, e: OSError) -> UserError:
-    return UserError(f'cannot write {path} ({e.strerror or e})',
-                     'choose a folder you can write to, or fix its permissions')
+    why = 'a part of its path is a file' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e
+    return UserError(f'cannot write {path} ({why})', 'choose a folder you can write to, or fix its permissions')
 
 def atomic_write(path, # the file to (re)write; parent folders are created
                  data: bytes|str) -> Path: # its new content (text is written as UTF-8)
