@@ -71,7 +71,7 @@ def read_csv_rows(path, # a CSV file with a header line (a UTF-8 BOM is allowed)
 
 # %% ../nbs/02_data.ipynb #80ec462f
 def read_text_lines(path) -> list[str]:
-    "Lines of a UTF-8 text file without line ends; a final line end adds no empty line, an empty file has none."
+    "Lines of a UTF-8 text file without their ends (LF or CRLF); a final line end adds no empty line."
     lines = read_text(path).split('\n')
     if lines[-1] == '': lines.pop()
     return [l[:-1] if l.endswith('\r') else l for l in lines]
