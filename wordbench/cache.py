@@ -5,15 +5,16 @@
 # %% ../nbs/03a_cache.ipynb #1eca6c8f
 from __future__ import annotations
 import os, sys, json, time, sqlite3, threading
+import tenacity
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Sequence
 from fastcore.basics import patch
-from .core import cache_dir, stable_hash
+from .core import cache_dir, stable_hash, file_lock, UserError
 from .lm import LM, LMFailure, Generation, TopK
 
 # %% auto #0
-__all__ = ['SCHEMA', 'request_key', 'decode_result', 'default_cache_path', 'connect', 'CachedLM']
+__all__ = ['SCHEMA', 'retry_busy', 'request_key', 'decode_result', 'default_cache_path', 'connect', 'CachedLM']
 
 # %% ../nbs/03a_cache.ipynb #ae946b36
 def request_key(lm: LM, # the backend that computes the result
@@ -42,15 +43,30 @@ def default_cache_path() -> Path:
     "The shared results database in the wordbench cache (`WORDBENCH_CACHE`)."
     return cache_dir('lm')/'results.sqlite'
 
+# %% ../nbs/03a_cache.ipynb #c37d6c07
+def _busy(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and ('locked' in str(e) or 'busy' in str(e))
+
+retry_busy = tenacity.retry(retry=tenacity.retry_if_exception(_busy), wait=tenacity.wait_random_exponential(0.05, 5),
+                            stop=tenacity.stop_after_delay(900), reraise=True)  # wraps a call that may meet a busy db
+
 # %% ../nbs/03a_cache.ipynb #8889ae38
+@retry_busy
 def connect(path, timeout: float=120.0) -> sqlite3.Connection:
     "An autocommit connection to the results database (WAL, busy timeout `timeout` s), creating it if needed."
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
-    con.execute(f'PRAGMA busy_timeout={int(timeout * 1000)}')
-    con.execute('PRAGMA journal_mode=WAL')
-    con.execute('PRAGMA synchronous=NORMAL')
-    con.execute(SCHEMA)
+    path = Path(path)
+    try:
+        with file_lock(path):   # creating the file, WAL and the table: one process at a time
+            con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+            con.execute(f'PRAGMA busy_timeout={int(timeout * 1000)}')
+            con.execute('PRAGMA journal_mode=WAL')
+            con.execute('PRAGMA synchronous=NORMAL')
+            con.execute(SCHEMA)
+            con.execute('SELECT key, result FROM results LIMIT 0')
+    except sqlite3.DatabaseError as e:
+        if _busy(e): raise
+        raise UserError(f'response cache {path} is not a usable SQLite database ({e})',
+                        'delete it (its answers are recomputed) or pass another file with --cache') from None
     return con
 
 # %% ../nbs/03a_cache.ipynb #bc06580b
@@ -85,25 +101,28 @@ def lookup(self: CachedLM, keys: Sequence[str]) -> dict:
     for i in range(0, len(keys), 500):
         part = keys[i:i + 500]
         query = f"SELECT key, result FROM results WHERE key IN ({','.join('?' * len(part))})"
-        found.update(self.con.execute(query, part).fetchall())
+        found.update(retry_busy(lambda: self.con.execute(query, part).fetchall())())
     return {k: json.loads(v) for k, v in found.items()}
 
 # %% ../nbs/03a_cache.ipynb #f6266ad8
+@retry_busy
+def _write_rows(con: sqlite3.Connection, rows: list):
+    "Insert `rows` in one `BEGIN IMMEDIATE` transaction (rolled back, then retried, when it meets a busy database)."
+    con.execute('BEGIN IMMEDIATE')
+    try:
+        con.executemany('INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?)', rows)
+        con.execute('COMMIT')
+    except BaseException:
+        if con.in_transaction: con.execute('ROLLBACK')
+        raise
+
 @patch
 def store(self: CachedLM, method: str, items) -> int:
     "Save `(key, request, result)` items in one transaction, skipping `LMFailure`s; returns rows written."
     rows = [(k, self.backend, self.identity(), method, json.dumps(asdict(r)),
              json.dumps(asdict(res) if isinstance(res, (Generation, TopK)) else res), time.time())
             for k, r, res in items if not isinstance(res, LMFailure)]
-    if not rows: return 0
-    con = self.con
-    con.execute('BEGIN IMMEDIATE')
-    try:
-        con.executemany('INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?)', rows)
-        con.execute('COMMIT')
-    except BaseException:
-        con.execute('ROLLBACK')
-        raise
+    if rows: _write_rows(self.con, rows)
     return len(rows)
 
 # %% ../nbs/03a_cache.ipynb #b1572c16

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, importlib, importlib.util, json, logging, os, sys, time
 from pathlib import Path
-from .core import project_root, cache_dir, raw_root, DataError, UnknownName
+from .core import project_root, cache_dir, raw_root, DataError, UnknownName, UserError, atomic_write
 from . import resources
 from .lm import BackendOptionError
 from .tasks import TASKS, BUILDERS, Option, run_eval
@@ -15,7 +15,7 @@ from .report import ANALYSES, Analysis, register_analysis
 # %% auto #0
 __all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'load_systems', 'merge_streams', 'stable_notebook',
            'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report',
-           'parse_key_values', 'add_option', 'main']
+           'parse_key_values', 'add_option', 'OneLineParser', 'user_message', 'main']
 
 # %% ../nbs/90_cli.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -165,9 +165,7 @@ def write_figures_index(out_dir) -> Path:
         if (out_dir/notebook).exists(): lines += [f'Executed notebook: [{notebook}]({notebook})', '']
         lines += [*[f'- [{f}]({f})' for f in files], '']
         if f'{a.name}.md' in files: lines += [(out_dir/f'{a.name}.md').read_text().rstrip(), '']  # the headline table
-    p = out_dir/'README.md'
-    p.write_text('\n'.join(lines))
-    return p
+    return atomic_write(out_dir/'README.md', '\n'.join(lines))
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
@@ -190,7 +188,7 @@ def parse_key_values(pairs: list|None, flag: str='--backend-arg') -> dict:
     "`['delay=0.1', 'name=x']` -> `{'delay': 0.1, 'name': 'x'}` (values read as JSON when they parse)."
     out = {}
     for p in pairs or []:
-        if '=' not in p: raise ValueError(f'{flag} expects KEY=VALUE, got {p!r}')
+        if '=' not in p: raise UserError(f'{flag} expects KEY=VALUE, got {p!r}', f'write it as {flag} name=value')
         k, v = p.split('=', 1)
         try: out[k] = json.loads(v)
         except json.JSONDecodeError: out[k] = v
@@ -211,6 +209,14 @@ def _lm_options(a) -> dict:
         if getattr(a, k, None) is not None: kw[k] = getattr(a, k)
     return kw
 
+# %% ../nbs/90_cli.ipynb #0278ddd6
+def _first_error(path) -> str:
+    "The `error` of the first failed line of a `score` output file."
+    for line in Path(path).read_text(encoding='utf-8').splitlines():
+        err = json.loads(line).get('error')
+        if err: return str(err).splitlines()[0][:200]
+    return 'no error recorded'
+
 # %% ../nbs/90_cli.ipynb #cbad18fa
 def _backend_arguments(p: argparse.ArgumentParser):
     "The options of `eval` and `score` that choose and configure the model backend."
@@ -223,6 +229,12 @@ def _backend_arguments(p: argparse.ArgumentParser):
     p.add_argument('--batch-size', type=int, default=None, help='sequences per forward pass (hf, hf-mlm, dummy)')
     p.add_argument('--backend-arg', action='append', metavar='KEY=VALUE',
                    help='extra backend option, e.g. max_concurrency=8')
+
+# %% ../nbs/90_cli.ipynb #be4ca48a
+class OneLineParser(argparse.ArgumentParser):
+    "An argument parser (and sub-parsers) whose usage errors are one line: the problem, then where the fix is."
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}; fix: see `{self.prog} --help`\n')
 
 # %% ../nbs/90_cli.ipynb #3f35522b
 def _task_parser(tasks, name: str, task):
@@ -313,7 +325,7 @@ def _export(a) -> int:
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
-    p = argparse.ArgumentParser(prog='wordbench', description='Benchmarks of how language models acquire new words.')
+    p = OneLineParser(prog='wordbench', description='Benchmarks of how language models acquire new words.')
     p.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     sub = p.add_subparsers(dest='command', required=True)
     d = sub.add_parser('doctor', help='report every offline resource: found / missing, version, path, fix')
@@ -347,6 +359,12 @@ def _list(a) -> int:
 def _eval(a) -> int:
     "`wordbench eval TASK ...`: run a task's grid for every model and print the result files."
     task = TASKS[a.task]
+    if a.grid is not None and a.grid not in task.grids:
+        raise UserError(f"task {task.name} has no grid {a.grid!r}; its grids: {', '.join(task.grids) or 'none'}",
+                        'pick one of those, or leave --grid out')
+    try: task.settings(a.strategies, a.shots, a.seeds)   # unknown strategies: an error before any model loads
+    except ValueError as e:
+        raise UserError(str(e), f'pick known ones (`wordbench eval {task.name} --help`) or `all`') from None
     opts = {k: getattr(a, k) for k in task.options}
     paths = run_eval(task, a.model, a.backend, out=a.out, grid=a.grid, cache=not a.no_cache,
                      recheck_margin=a.recheck_margin, lm_options=_lm_options(a), strategies=a.strategies, shots=a.shots,
@@ -364,11 +382,53 @@ def _score(a) -> int:
     lm = get_lm(a.backend, a.model, **_lm_options(a))
     if not a.no_cache: lm = CachedLM(lm, a.cache, chunk_size=a.chunk_size)
     stats = score_jsonl(lm, a.input, a.output, batch_size=a.requests_per_call)
-    return 1 if stats.get('failed') else 0
+    if stats['failed']:
+        raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(a.output)}); "
+                        f"{a.output} holds each answer or error",
+                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
+    return 0
 
 # %% ../nbs/90_cli.ipynb #685274d2
-USER_ERRORS = (DataError, UnknownName, BackendOptionError, FileNotFoundError, resources.ResourceMissing,
-               resources.ModelNotFound)
+USER_ERRORS = (UserError, DataError, UnknownName, BackendOptionError, resources.ResourceMissing,
+               resources.ModelNotFound, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+               FileExistsError)
+
+# %% ../nbs/90_cli.ipynb #44d2805c
+_FIXES = {FileNotFoundError: 'check the path', PermissionError: 'fix its permissions or choose another path',
+          IsADirectoryError: 'give a file, not a folder',
+          NotADirectoryError: 'a part of the path is a file: fix the path',
+          FileExistsError: 'a file is in the way: choose another path', DataError: 'correct or remove that line',
+          UnknownName: 'use one of the known names', BackendOptionError: 'use one of its options'}
+
+def user_message(e: BaseException) -> str:
+    "The one line `wordbench` prints for a user error: what is wrong, then how to fix it."
+    if isinstance(e, OSError) and e.filename and e.strerror: msg = f'{e.filename}: {e.strerror}'
+    else: msg = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    fix = next((f for t, f in _FIXES.items() if isinstance(e, t)), '')
+    return msg + (f'; fix: {fix}' if fix and 'fix:' not in msg.lower() else '')
+
+# %% ../nbs/90_cli.ipynb #33512892
+def _in_client(e: BaseException) -> bool:
+    "Whether `e` came from reading a server's reply (in `openai`, `httpx` or the `openai` backend): a malformed body."
+    tb, names = e.__traceback__, set()
+    while tb is not None:
+        names.add(tb.tb_frame.f_globals.get('__name__', ''))
+        tb = tb.tb_next
+    client = any(n.split('.')[0] in ('openai', 'httpx', 'httpx2') or n == 'wordbench.openai_lm' for n in names)
+    return client and isinstance(e, (ValueError, KeyError, TypeError, AttributeError, IndexError))
+
+def _server_error(e: BaseException) -> bool:
+    "An error of the `openai` client or of the log-prob self-check: the server refused, timed out or answered badly."
+    return (type(e).__module__.split('.')[0] == 'openai' or type(e).__name__ == 'LogprobAlignmentError'
+            or _in_client(e))
+
+def _user_error(e: BaseException) -> str|None:
+    "The one-line message of `e` when a user can fix it, else None (a bug)."
+    if isinstance(e, USER_ERRORS): return user_message(e)
+    if _server_error(e):
+        return (f'the server failed or sent a reply that is not what the OpenAI API returns ({type(e).__name__}: '
+                f'{user_message(e)}); fix: check --base-url, the model name and OPENAI_API_KEY')
+    return None
 
 # %% ../nbs/90_cli.ipynb #57e0a719
 def _run(a) -> int:
@@ -402,9 +462,9 @@ def main(argv: list|None=None) -> int:
         if a.debug: raise
         print(f'wordbench: {e}', file=sys.stderr)
         return 1
-    except USER_ERRORS as e:
-        if a.debug: raise
-        msg = str(e).splitlines()[0] if isinstance(e, FileNotFoundError) else str(e)
+    except Exception as e:
+        msg = _user_error(e)
+        if a.debug or msg is None: raise
         print(f'wordbench: error: {msg}', file=sys.stderr)
         return 2
 

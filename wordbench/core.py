@@ -4,15 +4,16 @@
 
 # %% ../nbs/00_core.ipynb #8585c492
 from __future__ import annotations
-import os, json, random, hashlib, warnings, contextlib
+import os, json, random, hashlib, warnings, contextlib, tempfile
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 # %% auto #0
 __all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName', 'Registry',
-           'DataError', 'check_record', 'SkipLog', 'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256',
-           'record_provenance', 'capture_provenance', 'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample']
+           'DataError', 'UserError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock', 'read_jsonl',
+           'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance', 'provenance_table',
+           'stable_hash', 'seeded_rng', 'hash_sample']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -83,6 +84,14 @@ class DataError(ValueError):
         loc = f"{path}" + (f":{line}" if line is not None else "")
         super().__init__(f"{loc}: " + (f"field '{field}': " if field else "") + msg)
 
+# %% ../nbs/00_core.ipynb #7a46570e
+class UserError(Exception):
+    "A mistake the user can fix: `problem` and `fix`, printed by the command line as one line."
+    def __init__(self, problem: str, # what is wrong, naming the file, name or value
+                 fix: str=''): # what to do about it
+        self.problem, self.fix = problem, fix
+        super().__init__(problem + (f'; fix: {fix}' if fix else ''))
+
 # %% ../nbs/00_core.ipynb #f45cd104
 def _type_name(t) -> str: return ' or '.join(x.__name__ for x in (t if isinstance(t, tuple) else (t,)))
 
@@ -114,31 +123,68 @@ class SkipLog:
         "One line per skipped row."
         return '\n'.join(str(e) for e in self.errors)
 
+# %% ../nbs/00_core.ipynb #949911e1
+def _unwritable(path: Path, e: OSError) -> UserError:
+    why = 'a part of its path is a file' if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e
+    return UserError(f'cannot write {path} ({why})', 'choose a folder you can write to, or fix its permissions')
+
+def atomic_write(path, # the file to (re)write; parent folders are created
+                 data: bytes|str) -> Path: # its new content (text is written as UTF-8)
+    "Replace `path` by `data` through a temp file in the same folder and `os.replace`: readers never see a part."
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
+    except OSError as e: raise _unwritable(path, e) from None
+    try:
+        with os.fdopen(fd, 'wb') as f: f.write(data.encode('utf-8') if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError): os.unlink(tmp)
+        raise
+    return path
+
+# %% ../nbs/00_core.ipynb #f8b472a1
+def file_lock(path, # the file to guard; the lock is `<path>.lock` beside it
+              timeout: float=600): # seconds to wait for another holder before `filelock.Timeout`
+    "An exclusive, inter-process `filelock.FileLock` guarding `path` (use it as a context manager)."
+    import filelock
+    path = Path(path)
+    try: path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e: raise _unwritable(path, e) from None
+    return filelock.FileLock(str(path) + '.lock', timeout=timeout)
+
 # %% ../nbs/00_core.ipynb #3f1947a7
+def _decode(raw: bytes, path, line: int) -> str:
+    "One line as UTF-8 text, or `DataError` naming the first bad byte."
+    try: return raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        raise DataError(f'not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})', path, line) from None
+
 def read_jsonl(path, # a JSON-lines file
                skips: SkipLog|None=None # where lenient readers record bad lines (strict when None)
               ) -> Iterator[tuple[int, Any]]:
     "Yield `(line_number, object)` per non-blank line; a line that is not JSON raises (or is skipped into `skips`)."
     skips = skips if skips is not None else SkipLog()
-    with open(path, encoding='utf-8') as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip(): continue
-            try: yield i, json.loads(line)
-            except json.JSONDecodeError as e:
-                skips.handle(DataError(f'invalid JSON ({e.msg} at column {e.colno})', path, i))
+    with open(path, 'rb') as f:
+        for i, raw in enumerate(f, 1):
+            try:
+                line = _decode(raw, path, i)
+                if not line.strip(): continue
+                try: yield i, json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f'invalid JSON ({e.msg} at column {e.colno})', path, i) from None
+                except RecursionError: raise DataError('invalid JSON (nested too deeply)', path, i) from None
+            except DataError as e: skips.handle(e)
 
 # %% ../nbs/00_core.ipynb #4a0e7c35
 def write_jsonl(records: Iterable, # dicts (or dataclasses) to write
                 path) -> Path: # output file; parent folders are created
-    "Write records as UTF-8 JSON lines, keys in their given order, atomically (a temp file renamed into place)."
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    with open(tmp, 'w', encoding='utf-8') as f:
-        for r in records:
-            f.write(json.dumps(asdict(r) if hasattr(r, '__dataclass_fields__') else r, ensure_ascii=False) + '\n')
-    os.replace(tmp, path)
-    return path
+    "Write records as UTF-8 JSON lines, keys in their given order, atomically (see `atomic_write`)."
+    lines = [json.dumps(asdict(r) if hasattr(r, '__dataclass_fields__') else r, ensure_ascii=False) + '\n'
+             for r in records]
+    return atomic_write(path, ''.join(lines))
 
 # %% ../nbs/00_core.ipynb #13312a63
 @dataclass

@@ -4,15 +4,27 @@
 
 # %% ../nbs/02_data.ipynb #10a70dd7
 from __future__ import annotations
-import csv, re
+import csv, io, re
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 import pandas as pd
 from .core import DataError, SkipLog, Registry, read_jsonl, capture_provenance
 
 # %% auto #0
-__all__ = ['SOURCES', 'rows_frame', 'read_jsonl_rows', 'read_csv_rows', 'read_text_lines', 'fix_mojibake', 'xml_start_lines',
-           'register_sources', 'failing_loader', 'load_all_sources']
+__all__ = ['SOURCES', 'read_text', 'rows_frame', 'read_jsonl_rows', 'read_csv_rows', 'read_text_lines', 'fix_mojibake',
+           'xml_start_lines', 'register_sources', 'failing_loader', 'load_all_sources']
+
+# %% ../nbs/02_data.ipynb #994ab4a9
+def read_text(path, # a text file
+              encoding: str='utf-8' # 'utf-8', or 'utf-8-sig' to drop a leading byte-order mark
+             ) -> str:
+    "The text of a UTF-8 file; a byte that is not UTF-8 is a `DataError` naming its line and column."
+    raw = Path(path).read_bytes()
+    try: return raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = raw.count(b'\n', 0, e.start) + 1
+        col = e.start - (raw.rfind(b'\n', 0, e.start) + 1) + 1
+        raise DataError(f'not UTF-8 (byte {raw[e.start]:#04x} at column {col})', path, line) from None
 
 # %% ../nbs/02_data.ipynb #f0bd81dd
 def rows_frame(rows: list[dict], # parsed rows
@@ -40,28 +52,27 @@ def read_csv_rows(path, # a CSV file with a header line (a UTF-8 BOM is allowed)
                   skips: SkipLog # strict logs raise, lenient ones collect
                  ) -> Iterator[tuple[int, dict]]:
     "Yield `(line, row)` per CSV record, `line` being where the record starts; a short or long record is a `DataError`."
-    with open(path, newline='', encoding='utf-8-sig') as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None: raise DataError('empty file, expected a header', path, 1)
-        for col in required:
-            if col not in header: raise DataError(f'missing from the header {header}', path, 1, col)
-        start = reader.line_num + 1
-        while True:
-            try: rec = next(reader)
-            except StopIteration: return
-            except csv.Error as e: raise DataError(f'unreadable CSV ({e})', path, reader.line_num)
-            line, start = start, reader.line_num + 1
-            if not any(c.strip() for c in rec): continue
-            if len(rec) != len(header):
-                skips.handle(DataError(f'expected {len(header)} fields, got {len(rec)}', path, line))
-            else: yield line, dict(zip(header, rec))
+    reader = csv.reader(io.StringIO(read_text(path, 'utf-8-sig'), newline=''))
+    try: header = next(reader, None)
+    except csv.Error as e: raise DataError(f'unreadable CSV header ({e})', path, 1) from None
+    if header is None: raise DataError('empty file, expected a header', path, 1)
+    for col in required:
+        if col not in header: raise DataError(f'missing from the header {header}', path, 1, col)
+    start = reader.line_num + 1
+    while True:
+        try: rec = next(reader)
+        except StopIteration: return
+        except csv.Error as e: raise DataError(f'unreadable CSV ({e})', path, reader.line_num) from None
+        line, start = start, reader.line_num + 1
+        if not any(c.strip() for c in rec): continue
+        if len(rec) != len(header):
+            skips.handle(DataError(f'expected {len(header)} fields, got {len(rec)}', path, line))
+        else: yield line, dict(zip(header, rec))
 
 # %% ../nbs/02_data.ipynb #80ec462f
 def read_text_lines(path) -> list[str]:
-    "Lines of a UTF-8 text file without line ends; a final line end adds no empty line, an empty file has none."
-    text = Path(path).read_text(encoding='utf-8')
-    lines = text.split('\n')
+    "Lines of a UTF-8 text file without their ends (LF or CRLF); a final line end adds no empty line."
+    lines = read_text(path).split('\n')
     if lines[-1] == '': lines.pop()
     return [l[:-1] if l.endswith('\r') else l for l in lines]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import cache_dir, project_root, Registry
+from .core import cache_dir, project_root, Registry, atomic_write
 
 # %% auto #0
 __all__ = ['PALETTE', 'PAGE_FONT_SIZE', 'ANALYSES', 'figures_dir', 'save_table', 'save_figure', 'chance_line', 'paper_vs_ours',
@@ -26,13 +26,14 @@ def figures_dir(out_dir=None) -> Path:
 def save_table(df, # a pandas DataFrame
                name: str, out_dir=None, # file stem; folder as in `figures_dir`
                floatfmt: str='.3f', index: bool=False) -> list[Path]:
-    "Write `df` as `name.csv` and `name.md` (a GitHub-flavoured Markdown table)."
+    "Write `df` as `name.csv` and `name.md` (a GitHub-flavoured Markdown table), each atomically."
     d = figures_dir(out_dir)
-    df.to_csv(d/f'{name}.csv', index=index, float_format=lambda x: format(x, floatfmt) if floatfmt else None)
+    atomic_write(d/f'{name}.csv', df.to_csv(index=index, lineterminator='\n',
+                                           float_format=lambda x: format(x, floatfmt) if floatfmt else None))
     shown = df.copy()
     for c in shown.columns[[k == 'f' for k in shown.dtypes.map(lambda t: t.kind)]]:
         shown[c] = shown[c].map(lambda x: '' if x != x else format(x, floatfmt))  # NaN -> blank
-    (d/f'{name}.md').write_text(shown.to_markdown(index=index, disable_numparse=True) + '\n')
+    atomic_write(d/f'{name}.md', shown.to_markdown(index=index, disable_numparse=True) + '\n')
     return [d/f'{name}.csv', d/f'{name}.md']
 
 # %% ../nbs/09_report.ipynb #a9e109ea
@@ -46,11 +47,14 @@ def save_figure(fig, # a matplotlib Figure
                 name: str, out_dir=None, dpi: int=150,
                 show: bool=True) -> list[Path]: # display the PNG when running in a notebook
     "Write `fig` as `name.png` and `name.svg`, byte-identical across reruns."
-    import matplotlib as mpl
+    import io, matplotlib as mpl
     d = figures_dir(out_dir)
     with mpl.rc_context({'svg.hashsalt': 'wordbench', 'svg.fonttype': 'path'}):
-        fig.savefig(d/f'{name}.png', dpi=dpi, bbox_inches='tight', metadata={'Software': None})
-        fig.savefig(d/f'{name}.svg', bbox_inches='tight', metadata={'Date': None, 'Creator': None})
+        for ext, kw in (('png', dict(dpi=dpi, metadata={'Software': None})),
+                        ('svg', dict(metadata={'Date': None, 'Creator': None}))):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext, bbox_inches='tight', **kw)
+            atomic_write(d/f'{name}.{ext}', buf.getvalue())   # readers never see a half-written figure
     if show and _in_notebook():
         from IPython.display import Image, display
         display(Image(filename=str(d/f'{name}.png')))

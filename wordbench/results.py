@@ -4,16 +4,16 @@
 
 # %% ../nbs/04_results.ipynb #3c13f796
 from __future__ import annotations
-import gzip, os, re
+import gzip, re, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import project_root
+from .core import project_root, atomic_write, file_lock, UserError
 
 # %% auto #0
-__all__ = ['CORE_COLUMNS', 'ResultSchema', 'tidy', 'write_results', 'read_results', 'merge_results', 'model_slug', 'results_dir',
-           'results_path', 'eval_command', 'load_results']
+__all__ = ['CORE_COLUMNS', 'ResultSchema', 'tidy', 'write_results', 'read_results', 'merge_results', 'update_results',
+           'model_slug', 'results_dir', 'results_path', 'eval_command', 'load_results']
 
 # %% ../nbs/04_results.ipynb #0917a5d3
 CORE_COLUMNS = ('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed')
@@ -43,22 +43,23 @@ def tidy(df: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
 
 # %% ../nbs/04_results.ipynb #1210a688
 def write_results(df: pd.DataFrame, path, schema: ResultSchema) -> Path:
-    "Write results as a deterministic gzip'd CSV (atomically)."
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    "Write results as a deterministic gzip'd CSV (atomically: readers never see a partial file)."
     text = tidy(df, schema).to_csv(index=False, float_format='%.6f', lineterminator='\n')
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_bytes(gzip.compress(text.encode('utf-8'), mtime=0))
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, gzip.compress(text.encode('utf-8'), mtime=0))
 
 # %% ../nbs/04_results.ipynb #4be1dec0
 def read_results(path, schema: ResultSchema) -> pd.DataFrame:
-    "Results written by `write_results`, with their dtypes."
+    "Results written by `write_results`, with their dtypes; a corrupt file is a `UserError` naming it."
     text = [c for c in schema.text if c in schema.columns]
-    df = pd.read_csv(path, dtype={**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}},
-                     keep_default_na=False, na_values={c: [''] for c in schema.columns if c not in text})
-    return tidy(df, schema)
+    try:
+        dtype = {**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}}
+        df = pd.read_csv(path, dtype=dtype, keep_default_na=False,
+                         na_values={c: [''] for c in schema.columns if c not in text})
+        return tidy(df, schema)
+    except (FileNotFoundError, PermissionError): raise
+    except (OSError, EOFError, ValueError, zlib.error) as e:
+        raise UserError(f'results file {path} is unreadable or corrupt ({type(e).__name__}: {str(e)[:120]})',
+                        'delete it (or restore it with git) and rerun the `wordbench eval` that makes it') from None
 
 # %% ../nbs/04_results.ipynb #5733e515
 def merge_results(old: pd.DataFrame|None, new: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
@@ -67,6 +68,17 @@ def merge_results(old: pd.DataFrame|None, new: pd.DataFrame, schema: ResultSchem
     key = list(schema.key)
     stale = pd.MultiIndex.from_frame(old[key]).isin(pd.MultiIndex.from_frame(new[key]))
     return tidy(pd.concat([old[~stale], new], ignore_index=True), schema)
+
+# %% ../nbs/04_results.ipynb #aa6aeed5
+def update_results(new: pd.DataFrame, # rows to add (replacing those with the same key)
+                   path, # the results file (created when missing)
+                   schema: ResultSchema) -> pd.DataFrame:
+    "Merge `new` into the results file at `path` under its exclusive lock; returns the merged table now on disk."
+    with file_lock(path):
+        old = read_results(path, schema) if Path(path).exists() else None
+        merged = merge_results(old, new, schema)
+        write_results(merged, path, schema)
+    return merged
 
 # %% ../nbs/04_results.ipynb #b4470d90
 def model_slug(model: str) -> str:

@@ -8,7 +8,7 @@ import gzip, hashlib, json, math, subprocess, time
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import DataError, project_root
+from .core import DataError, atomic_write, file_lock, project_root
 
 # %% auto #0
 __all__ = ['VERSIONED', 'RECORD_KEYS', 'record_paths', 'requests_hash', 'mean_stderr', 'task_metrics', 'package_versions',
@@ -162,11 +162,12 @@ def write_run_record(csv_path, # the results file the run wrote
                      record: dict, # `run_record(...)[0]`
                      samples: list[dict] # `run_record(...)[1]`
                     ) -> Path:
-    "Write the record (JSON) and the samples (gzip'd JSON lines) beside `csv_path`; the record's path."
+    "Write the record (JSON) and the samples (gzip'd JSON lines) beside `csv_path`, atomically; the record's path."
     rec, smp = record_paths(csv_path)
-    rec.write_text(json.dumps(record, indent=1, ensure_ascii=False, default=str) + '\n', encoding='utf-8')
     lines = ''.join(json.dumps(s, ensure_ascii=False, default=str) + '\n' for s in samples)
-    smp.write_bytes(gzip.compress(lines.encode('utf-8'), mtime=0))
+    with file_lock(rec):   # the latest run's record and samples, never a mix of two runs' files
+        atomic_write(smp, gzip.compress(lines.encode('utf-8'), mtime=0))
+        atomic_write(rec, json.dumps(record, indent=1, ensure_ascii=False, default=str) + '\n')
     return rec
 
 # %% ../nbs/04a_run_record.ipynb #c3d1f113

@@ -16,6 +16,7 @@ from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest, get_lm
 from .choices import score_choices
 from .results import ResultSchema, load_results, merge_results, read_results, results_path, write_results
 from .run_record import run_config, run_record, write_run_record
+from .results import update_results
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'run_task',
@@ -200,8 +201,7 @@ def run_eval(task: str|Task, # a task or its registered name
         for settings, items, pool in parts:
             res = run_task(task, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
             frames.append(res)
-            old = read_results(path, task.schema) if path.exists() else None
-            write_results(merge_results(old, res, task.schema), path, task.schema)
+            update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')
         write_run_record(path, *run_record(task, m, pd.concat(frames, ignore_index=True), parts,
                                            run_config(m, backend, lm, grid, lm_options, options), time.time() - t0))

@@ -105,7 +105,7 @@ def parse_prediction_line(text: str, # one line of a predictions file
     "The predicted words of one line; a `token` line gives a one-element list of the stripped token."
     if fmt == 'token': return [text.strip()]
     try: preds = parse_str_list(text)
-    except (ValueError, SyntaxError) as e:
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise DataError(f'not a Python list ({type(e).__name__})', path, line, 'predictions') from None
     if not isinstance(preds, list) or not all(isinstance(p, str) for p in preds):
         raise DataError(f'expected a list of strings, got {text[:40]!r}', path, line, 'predictions')

@@ -36,7 +36,7 @@ def parse_options(text: str # e.g. "['David', 'Paul']"
                  ) -> list[str]|None:
     "The two options of a WSC+ row, or None when the text is not a Python list of two strings."
     try: opts = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError): return None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return None
     return opts if isinstance(opts, list) and len(opts) == 2 and all(isinstance(o, str) for o in opts) else None
 
 # %% ../../nbs/40_wscplus_sources.ipynb #5d1a7c27
