@@ -8,18 +8,46 @@ SYSTEMS = ('winodict', 'newterm', 'probes', 'wscplus')
 TOP = ('cli',)   # the command line sits above every system and imports them by name
 
 
+def package_of(path: Path) -> tuple:
+    "The package a file's relative imports start from, as name parts."
+    return path.relative_to(PKG.parent).with_suffix('').parts[:-1]
+
+
+def absolute(node: ast.ImportFrom, pkg: tuple) -> str:
+    "The module a `from ... import` names, relative imports resolved against `pkg`."
+    base = node.module or ''
+    if node.level: base = '.'.join(pkg[:len(pkg) - node.level + 1] + ((base,) if base else ()))
+    return base
+
+
 def imports(path: Path) -> set[str]:
     "Every `wordbench...` module a file imports, at the top or inside a function (relative imports resolved)."
-    parts = path.relative_to(PKG.parent).with_suffix('').parts
-    pkg = parts[:-1] if parts[-1] != '__init__' else parts[:-1]
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import): out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ''
-            if node.level: base = '.'.join(pkg[:len(pkg) - node.level + 1] + ((base,) if base else ()))
+            base = absolute(node, package_of(path))
             out |= {base} | {f'{base}.{a.name}' for a in node.names}
     return {m for m in out if m.startswith('wordbench')}
+
+
+def private(name: str) -> bool: return name.startswith('_') and not name.startswith('__')
+
+
+def private_uses(source: str, pkg: tuple) -> list[str]:
+    "`module.name` for each private name taken from another wordbench module: imported, or read off an import."
+    tree, out, modules = ast.parse(source), [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {(a.asname or a.name): a.name for a in node.names if a.name.startswith('wordbench')}
+        elif isinstance(node, ast.ImportFrom) and absolute(node, pkg).startswith('wordbench'):
+            base = absolute(node, pkg)
+            out += [f'{base}.{a.name}' for a in node.names if private(a.name)]
+            modules |= {(a.asname or a.name): f'{base}.{a.name}' for a in node.names}   # perhaps submodules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and private(node.attr):
+            if node.value.id in modules: out.append(f'{modules[node.value.id]}.{node.attr}')
+    return sorted(set(out))
 
 
 def system_of(module: str) -> str|None:
@@ -45,3 +73,22 @@ def test_the_graph_is_read():
     "The checks above would pass vacuously on an empty graph: the command line does import the systems, by name."
     assert 'wordbench.winodict.task' in imports(PKG/'winodict'/'foreign.py')
     assert any(system_of(m) for m in imports(PKG/'winodict'/'__init__.py'))
+
+
+def test_no_module_uses_another_modules_private_names():
+    "`from .x import _y` (or `x._y` on an imported module) couples a module to another's internals: none may."
+    files = [p for p in PKG.rglob('*.py') if p.stem != '_modidx']
+    assert len(files) >= 50, len(files)
+    bad = {str(p.relative_to(PKG)): private_uses(p.read_text(), package_of(p)) for p in files}
+    assert not any(bad.values()), {k: v for k, v in bad.items() if v}
+
+
+def test_private_uses_are_found():
+    "The check above cannot pass vacuously: each way of reaching a private name is caught."
+    pkg = ('wordbench', 'winodict')
+    test = lambda src: private_uses(src, pkg)
+    assert test('from .task import _row, load') == ['wordbench.winodict.task._row']
+    assert test('from ..lm_hf import _pad as pad') == ['wordbench.lm_hf._pad']
+    assert test('import wordbench.cache as c\nc._chunk()') == ['wordbench.cache._chunk']
+    assert test('from wordbench import lm\nlm._u') == ['wordbench.lm._u']
+    assert test('from .task import load\nx = obj._private\nfrom . import __init__') == []

@@ -79,7 +79,7 @@ def test_newterm_ll(env, task):
 
 
 def test_wscplus_scored(env):
-    from wordbench.wscplus.data import load_items
+    from wordbench.wscplus.splits import load_items
     from wordbench.wscplus.task import WSCPLUS
     docs = harness_scores(env, 'wscplus_scored')
     ids = {d['id'] for d, _ in docs}
@@ -116,7 +116,7 @@ def generations(env):
 def test_wscplus_generated(env, generations):
     "Same chat, same greedy reply, same answer under the paper's pattern (wordbench's `paper_extract`)."
     import dataclasses
-    from wordbench.wscplus.data import load_items
+    from wordbench.wscplus.splits import load_items
     from wordbench.wscplus.extract import paper_extract
     from wordbench.wscplus.task import item_requests, shots_of
     got = generations['wscplus_generated']

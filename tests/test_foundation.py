@@ -55,18 +55,18 @@ def test_regenerate_writes_table_and_figure(tmp_path):
 
 def test_help_lists_registered_tasks_and_builders():
     out = subprocess.run([BIN/'wordbench', 'eval', '--help'], capture_output=True, text=True)
-    assert out.returncode == 0 and 'winodict' in out.stdout and 'foreign' in out.stdout, out.stdout
+    assert out.returncode == 0 and 'winodict' in out.stdout and 'winodict-foreign' in out.stdout, out.stdout
     out = subprocess.run([BIN/'wordbench', 'build', '--help'], capture_output=True, text=True)
     assert out.returncode == 0 and 'winodict' in out.stdout, out.stdout
     out = subprocess.run([BIN/'wordbench', 'list', 'tasks', '--grid', 'cpu'], capture_output=True, text=True)
-    assert out.stdout.split()[:2] == ['winodict', 'foreign'], out.stdout
+    assert out.stdout.split()[:2] == ['winodict', 'winodict-foreign'], out.stdout
 
 
 @pytest.mark.parametrize('args,expected', [
     (['eval', 'winodict', '--model', 'no-such-org/no-such-model', '--pairs', '1', '--shots', '0', '--no-cache'],
      "unknown model 'no-such-org/no-such-model'"),
     (['eval', 'winodict', '--model', './nowhere', '--pairs', '1', '--shots', '0', '--no-cache'], "unknown model './nowhere'"),
-    (['eval', 'foreign', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--batch-size', '4'],
+    (['eval', 'winodict-foreign', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--batch-size', '4'],
      "backend 'openai' takes no option 'batch_size'"),
 ])
 def test_user_errors_are_one_line(args, expected):

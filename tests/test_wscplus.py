@@ -65,7 +65,7 @@ def test_generation_builder_counts_failures_and_keeps_good_objects(tmp_path):
 
 def test_malformed_inputs_name_file_line_and_field(tmp_path):
     from wordbench.wscplus.sources import load_wscplus, load_wscplus_results, WSCPLUS_COLUMNS, WSCPLUS_RESULT_COLUMNS
-    from wordbench.wscplus.data import load_splits
+    from wordbench.wscplus.splits import load_splits
     row = 'Jo met Al. He left.,He,He left,"[\'Jo\', \'Al\']",{a},r,GPT4,{t}\n'
     bad = tmp_path/'w.csv'
     bad.write_text(','.join(WSCPLUS_COLUMNS) + '\n' + row.format(a=0, t='Traditional') + row.format(a=2, t='Traditional'))

@@ -58,7 +58,7 @@ def score_choices(lm: LM, # any backend, ideally a `CachedLM`
     before = [[first[r] for r in rs] for rs in choices]
     close, exact = close_choices(before, margin), lm.exact()
     if close and exact is None:
-        raise ValueError(f'{lm!r} has no exact twin to re-check close decisions with: pass recheck_margin=0')
+        raise ValueError(f'{lm!r} has no exact counterpart to re-check close decisions with: pass recheck_margin=0')
     if exact is lm: close = []
     after = list(before)
     if close:

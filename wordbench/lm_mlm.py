@@ -6,7 +6,7 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest, TopK
-from .lm_hf import transformers_identity, weights_hash, move_trailing_space, _pad, _chunks, _target_rank
+from .hf_common import transformers_identity, move_trailing_space, pad, chunks, topk_from_logprobs
 
 # %% auto #0
 __all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM']
@@ -36,20 +36,19 @@ class HFMaskedLM(LM):
         self.model, self.tokenizer, self.batch_size, self.device = model.eval(), tokenizer, batch_size, model.device
         self.dtype = str(next(model.parameters()).dtype).replace('torch.', '')
 
-# %% ../nbs/03d_lm_mlm.ipynb #4660fe2c
-@patch
-def identity(self: HFMaskedLM) -> str:
-    "`hf-mlm:<model identity>:<dtype>`."
-    return transformers_identity(self)
+    def identity(self) -> str:
+        "`hf-mlm:<model identity>:<dtype>`."
+        return transformers_identity(self)
 
+# %% ../nbs/03d_lm_mlm.ipynb #4660fe2c
 @patch
 def _mask_logprobs(self: HFMaskedLM, seqs, positions):
     "Float32 log-probs at `positions[i]` of each id sequence `seqs[i]` (batched, right-padded)."
     import torch
     out = []
-    for b in _chunks(list(range(len(seqs))), self.batch_size):
+    for b in chunks(list(range(len(seqs))), self.batch_size):
         width = max(len(seqs[i]) for i in b)
-        ids = _pad([seqs[i] for i in b], width, self.tokenizer.pad_token_id or 0)
+        ids = pad([seqs[i] for i in b], width, self.tokenizer.pad_token_id or 0)
         mask = (torch.arange(width)[None] < torch.tensor([len(seqs[i]) for i in b])[:, None]).long()
         logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
         out.append(torch.log_softmax(logits[torch.arange(len(b)), torch.tensor([positions[i] for i in b])].float(), -1))
@@ -63,11 +62,7 @@ def topk(self: HFMaskedLM, requests, progress: bool|None=None):
     tok = self.tokenizer
     seqs = [tok.encode(fill_mask_placeholder(r.context, tok.mask_token)) for r in requests]
     with torch.inference_mode(): lp = self._mask_logprobs(seqs, [s.index(tok.mask_token_id) for s in seqs])
-    out = []
-    for row, r in zip(lp, requests):
-        v, t = row.topk(r.k)
-        words = tuple((tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
-        out.append(TopK(words, tuple(_target_rank(row, w, tok.encode(w, add_special_tokens=False)) for w in r.targets)))
+    out = [topk_from_logprobs(row, tok, r) for row, r in zip(lp, requests)]
     self.counters['topk'] += len(requests)
     return out
 

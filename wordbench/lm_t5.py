@@ -6,7 +6,7 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, TopK
-from .lm_hf import transformers_identity, weights_hash, _pad, _chunks, _target_rank
+from .hf_common import transformers_identity, pad, chunks, topk_from_logprobs
 from .lm_mlm import fill_mask_placeholder
 
 # %% auto #0
@@ -36,11 +36,9 @@ class HFSeq2SeqLM(LM):
             raise ValueError(f'the tokenizer has no {sentinel!r} token')
         self.start_id = model.config.decoder_start_token_id
 
-# %% ../nbs/03f_lm_t5.ipynb #ca427223
-@patch
-def identity(self: HFSeq2SeqLM) -> str:
-    "`hf-t5:<model identity>:<dtype>`."
-    return transformers_identity(self)
+    def identity(self) -> str:
+        "`hf-t5:<model identity>:<dtype>`."
+        return transformers_identity(self)
 
 # %% ../nbs/03f_lm_t5.ipynb #3e328c97
 @patch
@@ -48,10 +46,10 @@ def _decoder_logprobs(self: HFSeq2SeqLM, enc, dec):
     "Per request, float32 log-probs `[len(dec[i]), vocab]` for encoder ids `enc[i]` and decoder inputs `dec[i]`."
     import torch
     out = [None] * len(enc)
-    pad = self.tokenizer.pad_token_id or 0
-    for b in _chunks(list(range(len(enc))), self.batch_size):
-        ids = _pad([enc[i] for i in b], max(len(enc[i]) for i in b), pad)
-        dids = _pad([dec[i] for i in b], max(len(dec[i]) for i in b), pad)
+    pad_id = self.tokenizer.pad_token_id or 0
+    for b in chunks(list(range(len(enc))), self.batch_size):
+        ids = pad([enc[i] for i in b], max(len(enc[i]) for i in b), pad_id)
+        dids = pad([dec[i] for i in b], max(len(dec[i]) for i in b), pad_id)
         mask = (torch.arange(ids.shape[1])[None] < torch.tensor([len(enc[i]) for i in b])[:, None]).long()
         logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                             decoder_input_ids=dids.to(self.device)).logits.float()
@@ -66,12 +64,7 @@ def topk(self: HFSeq2SeqLM, requests, progress: bool|None=None):
     tok = self.tokenizer
     enc = [tok.encode(fill_mask_placeholder(r.context, self.sentinel)) for r in requests]
     with torch.inference_mode(): lps = self._decoder_logprobs(enc, [[self.start_id, self.sentinel_id]] * len(enc))
-    out = []
-    for lp, r in zip(lps, requests):
-        row = lp[1]
-        v, t = row.topk(r.k)
-        words = tuple((tok.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
-        out.append(TopK(words, tuple(_target_rank(row, w, tok.encode(w, add_special_tokens=False)) for w in r.targets)))
+    out = [topk_from_logprobs(lp[1], tok, r) for lp, r in zip(lps, requests)]   # the token after the sentinel
     self.counters['topk'] += len(requests)
     return out
 

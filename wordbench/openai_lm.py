@@ -14,8 +14,8 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
                           register_backend)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'PROBES', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken', 'stop_process',
-           'popen_tied', 'wait_for_server', 'LlamaCppServer']
+__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken',
+           'stop_process', 'popen_tied', 'wait_for_server', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
@@ -163,7 +163,7 @@ def _prompt_tokens(lp, # the `logprobs` of an echoed completion choice
     return toks
 
 # %% ../nbs/03b_openai.ipynb #88d615ba
-PROBES = ('The capital of France is', 'Once upon a time, there was a little', 'She opened the door and saw')
+ALIGNMENT_PROMPTS = ('The capital of France is', 'Once upon a time, there was a little', 'She opened the door and saw')
 
 def _candidates(top: dict, tol: float) -> list[tuple[str, float]]:
     "Two printable tokens from a top-k dict whose log-probs differ by more than `4 * tol` (or none)."
@@ -211,14 +211,14 @@ def _compare(self: OpenAILM, a: str, tok: str, ref: float) -> dict|None:
     return dict(prefix=a, token=tok, generation=ref, echo=toks[-1].logprob)
 
 @patch
-def check_logprob_alignment(self: OpenAILM, probes=PROBES) -> list[dict]:
-    ("Prove the echoed prompt log-probs agree with the generation path on `probes`: "
+def check_logprob_alignment(self: OpenAILM, prompts=ALIGNMENT_PROMPTS) -> list[dict]:
+    ("Prove the echoed prompt log-probs agree with the generation path on `prompts`: "
      "the comparisons, or `LogprobAlignmentError`.")
-    rows = [self._compare(a, tok, ref) for a in probes
+    rows = [self._compare(a, tok, ref) for a in prompts
             for tok, ref in _candidates(self._next_top(a, 5), self.logprob_tol)]
     rows = [r for r in rows if r]
     if len(rows) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
-                                                  f'the probes gave {len(rows)} comparable tokens (need 2)')
+                                                  f'the prompts gave {len(rows)} comparable tokens (need 2)')
     return rows
 
 @patch

@@ -62,7 +62,7 @@ def token_counter(lm):
     "`(count(text), count_continuation(request))` in the model's tokens, or in words when it has no tokenizer."
     tok = getattr(lm, 'tokenizer', None)
     if tok is None: return (lambda text: len(text.split())), (lambda r: len(r.continuation.split()))
-    from wordbench.lm_hf import encode_pair
+    from wordbench.hf_common import encode_pair
     def count(text): return len(tok.encode(' ' + text.strip(), add_special_tokens=False))
     def count_continuation(r): return len(encode_pair(tok, r.context, r.continuation)[1])
     return count, count_continuation

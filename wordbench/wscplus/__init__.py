@@ -6,7 +6,7 @@
 from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
-from . import sources, data, prompts, extract, task, metrics, generate, export  # registers sources and the task
+from . import sources, splits, prompts, extract, task, metrics, generate, export  # registers sources and the task
 
 # %% auto #0
 __all__ = ['WSCPLUS_ANALYSES', 'build_splits_dataset', 'build_generated']
@@ -14,7 +14,7 @@ __all__ = ['WSCPLUS_ANALYSES', 'build_splits_dataset', 'build_generated']
 # %% ../../nbs/49_wscplus.ipynb #5161af2a
 def build_splits_dataset(out=None) -> dict:
     "Recover the WSC+ split into `out` (default data/wscplus/); the report's headline counts."
-    rep = data.build_splits(out)
+    rep = splits.build_splits(out)
     return {k: rep[k] for k in ('splits', 'validation_match_kinds', 'alignment', 'repairs', 'copies_prompt_example')}
 
 # %% ../../nbs/49_wscplus.ipynb #5161af2b

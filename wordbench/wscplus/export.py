@@ -5,7 +5,7 @@
 # %% ../../nbs/47_wscplus_export.ipynb #17f04e6d
 from __future__ import annotations
 from ..export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
-from .data import load_items
+from .splits import load_items
 from .extract import DIGIT_SEMICOLON
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, score_context
 from .sources import WSCPLUS_TYPES

@@ -12,7 +12,7 @@ import pandas as pd
 from ..core import project_root, raw_path, stable_hash
 from ..lm import GenerateRequest, LMFailure, get_lm
 from .sources import load_wscplus
-from .data import normalise_text, COPY_THRESHOLD
+from .splits import normalise_text, COPY_THRESHOLD
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',

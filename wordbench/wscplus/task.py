@@ -14,7 +14,7 @@ from ..choices import decide
 from ..results import ResultSchema
 from ..tasks import Task, Option, register_task
 from .sources import WSCPLUS_TYPES
-from .data import load_items
+from .splits import load_items
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context
 from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
                                        self_consistency_vote)
