@@ -14,7 +14,7 @@ from .core import project_root, raw_root
 # %% auto #0
 __all__ = ['SEED_SPAN', 'SEEDS_FIX', 'ITEM_SKIP', 'PROSE_LETTERS', 'seeds_root', 'normalise', 'shingles', 'shared_spans',
            'data_items', 'data_corpus', 'is_data', 'is_prose', 'file_views', 'prose_spans', 'tracked_files',
-           'seed_index', 'seed_copies', 'checked_text', 'seed_row', 'apply_edits', 'paper_quotes']
+           'seed_index', 'seed_copies', 'checked_text', 'seed_row', 'seed_line', 'apply_edits', 'paper_quotes']
 
 # %% ../nbs/07a_seeds.ipynb #33084b29
 SEED_SPAN = 60  # characters (whitespace-normalised): the longest stretch of a paper a tracked file may share
@@ -197,7 +197,22 @@ def seed_row(seed: str, # file name of a paper in `seeds_root()`
     if not rows: raise ValueError(f'{seed}: no row {label!r} above {anchor!r}')
     return checked_text(rows[0][len(label) + 1:], length, sha, f'{seed}, {anchor} {label}')
 
-# %% ../nbs/07a_seeds.ipynb #4925d080
+# %% ../nbs/07a_seeds.ipynb #57f31e66
+def seed_line(seed: str, # file name of a paper in `seeds_root()`
+              anchor: str, # how the heading line starts, e.g. 'A.1 ROLE-1500'
+              start: str, # how the wanted line starts
+              length: int, sha: str, # the pin (`checked_text`)
+              root: Path|None=None # folder of the papers
+             ) -> str:
+    "The first whole line below the line starting with `anchor` in paper `seed` that starts with `start`, checked."
+    lines = ((Path(root) if root else seeds_root())/seed).read_text(encoding='utf-8').splitlines()
+    at = next((i for i, l in enumerate(lines) if l.startswith(anchor)), None)
+    if at is None: raise ValueError(f'{seed}: no line starts with {anchor!r}')
+    found = next((l for l in lines[at + 1:] if l.startswith(start)), None)
+    if found is None: raise ValueError(f'{seed}: no line starts with {start!r} below {anchor!r}')
+    return checked_text(found, length, sha, f'{seed}, the line {start!r} below {anchor!r}')
+
+# %% ../nbs/07a_seeds.ipynb #92c0a278
 def apply_edits(text: str, # e.g. a `seed_row`
                 edits: dict[str, tuple[str, str]] # edit name -> (old, new); each old must occur
                ) -> str:
@@ -207,7 +222,7 @@ def apply_edits(text: str, # e.g. a `seed_row`
         text = text.replace(old, new)
     return text
 
-# %% ../nbs/07a_seeds.ipynb #7c25dc5f
+# %% ../nbs/07a_seeds.ipynb #847f0328
 def paper_quotes(text: str) -> str:
     "`text` with the paper's curly double quotes straight, as prompts are written in code."
     return text.replace('\u201c', '"').replace('\u201d', '"')

@@ -18,7 +18,7 @@ from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, choice_requests, generate_request,
-                                       parse_reply, select_shots, split_strategy)
+                                       paper_prompt, parse_reply, select_shots, split_strategy)
 
 # %% auto #0
 __all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS', 'LL_SCHEMA',
@@ -172,7 +172,7 @@ def row(self: NewTermChoiceTask, it: dict, s, requests, scores, lm) -> dict:
 NEWTERM_LL_TASKS = {t: register_task(NewTermChoiceTask(t)) for t in ITEM_TASKS}  # 'COMA' -> the registered task
 
 # %% ../../nbs/23_newterm_task.ipynb #e8be0758
-DEDUCE_SYSTEM = 'Please deduce the meaning of the following word based on its spelling, using just one sentence.'
+DEDUCE_SYSTEM = paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')  # read from the paper (Table 3)
 
 # %% ../../nbs/23_newterm_task.ipynb #9a03cd3b
 DEDUCE_USER = 'What is the meaning of "{term}"?\nMeaning: '

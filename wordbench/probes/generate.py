@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import project_root, seeded_rng, write_jsonl
+from ..seeds import paper_quotes, seed_line
 from ..lm import GenerateRequest, LMFailure, get_lm
 from .items import probe_items
 
 # %% auto #0
-__all__ = ['GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN', 'PAPER_REJECTIONS',
-           'GenerationSetup', 'demo_pairs', 'generation_prompt', 'split_sentences', 'parse_neg', 'wordnet_check',
-           'clean_neg', 'parse_role', 'clean_role', 'rejection_table', 'released_as_completion', 'calibration',
-           'generate_dataset']
+__all__ = ['PROBES_SEED', 'GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN',
+           'PAPER_REJECTIONS', 'GenerationSetup', 'paper_instruction', 'demo_pairs', 'generation_prompt',
+           'split_sentences', 'parse_neg', 'wordnet_check', 'clean_neg', 'parse_role', 'clean_role', 'rejection_table',
+           'released_as_completion', 'calibration', 'generate_dataset']
 
 # %% ../../nbs/37_probes_generate.ipynb #bd8c98a7
 @dataclass(frozen=True)
@@ -31,12 +32,18 @@ class GenerationSetup:
     n_demos: int = 4  # demonstration pairs per prompt
 
 # %% ../../nbs/37_probes_generate.ipynb #26f43fe4
+PROBES_SEED = '003_ff1db312eaaa0744.txt'  # the probes paper in `wordbench.seeds.seeds_root()`
+
+def paper_instruction(section: str, # the appendix heading's start, e.g. 'A.1 ROLE-1500'
+                      start: str, length: int, sha: str) -> str:
+    "An instruction of the paper's Appendix A, read from the paper (pinned), quotes removed, one trailing space."
+    line = paper_quotes(seed_line(PROBES_SEED, section, start, length, sha))
+    return line.strip('"').rstrip() + ' '   # printed inside quotes (A.2) or bare (A.1); the prompt goes on after a space
+
 GENERATION = {
-    'neg-gen': GenerationSetup('The task is to generate affirmative sentences and its negation. The object of the '
-                               'sentence should be a hypernym of the subject of the sentence. Generate more sentence '
-                               'pairs like these: ', 'NEG-136-SIMP', 1.0, 150),
-    'role': GenerationSetup('The task is to reverse the role in the sentences. Generate more sentence like this: ',
-                            'ROLE-88', 0.64, 100)}
+    'neg-gen': GenerationSetup(paper_instruction('A.2 NEG-1500', '\u201cThe task', 187, '79344a2c5cda'),
+                               'NEG-136-SIMP', 1.0, 150),
+    'role': GenerationSetup(paper_instruction('A.1 ROLE-1500', 'The task', 83, '100e18f7427e'), 'ROLE-88', 0.64, 100)}
 
 # %% ../../nbs/37_probes_generate.ipynb #1a6145ac
 def demo_pairs(kind: str # a key of `GENERATION`
