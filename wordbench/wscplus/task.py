@@ -175,16 +175,21 @@ class WSCPlusTask(Task):
 ECHO_MIN = 40  # characters: a shorter shared stretch (a name, a phrase of the question) is kept
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c0f3
-def redact_echo(reply: str, # what the model wrote
-                prompt: str # the prompt it was given
-               ) -> str:
-    "`reply` with each verbatim copy of ≥ `ECHO_MIN` characters of `prompt` replaced by `[prompt echo: N chars]`."
+def _redact_once(reply: str, prompt: str) -> str:
+    "One pass: each matching block (difflib's, in order, so a repeated echo is matched once) replaced."
     blocks = difflib.SequenceMatcher(None, reply, prompt, autojunk=False).get_matching_blocks()
     out, at = [], 0
     for b in (b for b in blocks if b.size >= ECHO_MIN):
         out += [reply[at:b.a], f'[prompt echo: {b.size} chars]']
         at = b.a + b.size
     return ''.join(out) + reply[at:]
+
+def redact_echo(reply: str, # what the model wrote
+                prompt: str # the prompt it was given
+               ) -> str:
+    "`reply` with every verbatim copy (each one) of >= `ECHO_MIN` characters of `prompt` replaced by a marker."
+    while (out := _redact_once(reply, prompt)) != reply: reply = out
+    return reply
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01b
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
