@@ -116,7 +116,8 @@ def _decoded(name: str, text: str) -> str:
     try:
         if name.endswith('.csv'): return '\n'.join(c for r in csv.reader(io.StringIO(text)) for c in r)
         if name.endswith(('.json', '.ipynb')): return '\n'.join(_strings(json.loads(text)))
-        if name.endswith('.jsonl'): return '\n'.join(s for l in text.splitlines() if l.strip() for s in _strings(json.loads(l)))
+        if name.endswith('.jsonl'):
+            return '\n'.join(s for l in text.splitlines() if l.strip() for s in _strings(json.loads(l)))
     except (ValueError, csv.Error): return ''
     return ''
 

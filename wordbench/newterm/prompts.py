@@ -54,7 +54,8 @@ USER_TEMPLATES = {
     ('COST', 2): '{question}In the previous sentence, does _ refer to {inline}?\nAnswer: ',
     ('COST', 3): 'Fill in the _ in the below sentence:\n{question}\nChoices:\n{options}',
     ('CSJ', 1): apply_edits(paper_prompt(16, 'User prompt 1', 124, 'cf578d96de77'),
-                            {"the authors' code says align": ('and aligned with', 'and align with'), 'layout': _LAYOUT}),
+                            {"the authors' code says align": ('and aligned with', 'and align with'),
+                             'layout': _LAYOUT}),
     ('CSJ', 2): apply_edits(paper_prompt(16, 'User prompt 2', 86, '6941b7994d38'),
                             {'field': ('[Question] ', '{question}\n'), 'layout': (' Answer:', '\nAnswer: ')}),
     ('CSJ', 3): apply_edits(paper_prompt(16, 'User prompt 3', 130, 'afce980bc380'), {'layout': _LAYOUT})}

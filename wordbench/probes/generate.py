@@ -39,7 +39,7 @@ def paper_instruction(section: str, # the appendix heading's start, e.g. 'A.1 RO
                       start: str, length: int, sha: str) -> str:
     "An instruction of the paper's Appendix A, read from the paper (pinned), quotes removed, one trailing space."
     line = paper_quotes(seed_line(PROBES_SEED, section, start, length, sha))
-    return line.strip('"').rstrip() + ' '   # printed inside quotes (A.2) or bare (A.1); the prompt goes on after a space
+    return line.strip('"').rstrip() + ' '   # quoted (A.2) or bare (A.1); the prompt goes on after a space
 
 GENERATION = {
     'neg-gen': GenerationSetup(paper_instruction('A.2 NEG-1500', '\u201cThe task', 187, '79344a2c5cda'),
@@ -308,7 +308,7 @@ INSTRUCTION_MARK = '[the paper\'s instruction, read at run time]'  # stands for 
 def stored_entry(entry: dict, # a log entry: prompt_id, seed, demos, prompt, failed, completion, finish_reason
                  instruction: str # the paper's instruction the prompt opens with
                 ) -> dict:
-    "The entry as written: the instruction in its prompt replaced by a marker, prompt echoes in its completion redacted."
+    "The entry as written: its prompt's instruction replaced by a marker, its completion's prompt echoes redacted."
     prompt = entry['prompt']
     kept = INSTRUCTION_MARK + prompt[len(instruction):] if prompt.startswith(instruction) else prompt
     return entry | dict(prompt=kept, completion=redact_echo(entry['completion'], prompt))

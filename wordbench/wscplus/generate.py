@@ -419,10 +419,11 @@ _README = '''# WSC+ generation run (local models)
 model asked for sentences whose pronoun only a biased reader would resolve; they may contain stereotypes.
 
 Made by `wordbench build wscplus {args}` ({n_calls} calls per model, {n_pairs} pairs asked per call,
-max_tokens {max_tokens}, temperature {temperature}). Files: `calls.csv` (one row per call, its reply with prompt echoes redacted),
-`objects.csv` (parsed objects, pairs, automatic checks), `failures.csv` (objects that did not parse, by
-reason), `yield.csv`/`yield.md` (per model x template x query), `annotation_sheet.csv` (to be labelled
-valid / semi-valid / invalid by two annotators; `wordbench.wscplus.generate.annotation_agreement` reads it).
+max_tokens {max_tokens}, temperature {temperature}). Files: `calls.csv` (one row per call, its reply with
+prompt echoes redacted), `objects.csv` (parsed objects, pairs, automatic checks), `failures.csv` (objects
+that did not parse, by reason), `yield.csv`/`yield.md` (per model x template x query),
+`annotation_sheet.csv` (to be labelled valid / semi-valid / invalid by two annotators;
+`wordbench.wscplus.generate.annotation_agreement` reads it).
 The checks are automatic proxies of validity, not validity.
 '''
 
