@@ -118,3 +118,12 @@ def test_debug_shows_the_traceback(files):
     d, env = files
     p = wordbench('--debug', *EVAL, '--grid', 'huge', env=env)
     assert p.returncode != 0 and 'Traceback' in p.stderr and 'UserError' in p.stderr
+
+
+def test_missing_papers_is_one_line(files):
+    "Prompts are read from the papers when a system loads: without them every command says so in one line."
+    d, env = files
+    p = wordbench('list', 'tasks', env={**env, 'WORDBENCH_SEEDS': str(d/'no-papers')})
+    errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
+    assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-3000:]
+    assert len(errors) == 1 and 'not found' in errors[0] and 'fix: set WORDBENCH_SEEDS' in errors[0], p.stderr

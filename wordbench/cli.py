@@ -455,7 +455,12 @@ def _run(a) -> int:
 def main(argv: list|None=None) -> int:
     "Entry point of the `wordbench` console script."
     logging.basicConfig(level=logging.INFO, format='[%(name)s] %(message)s', stream=sys.stderr)
-    load_systems()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try: load_systems()   # a system that cannot load (e.g. its paper is missing) is one line too
+    except UserError as e:
+        if '--debug' in argv: raise
+        print(f'wordbench: error: {e}', file=sys.stderr)
+        return 2
     a = _parser().parse_args(argv)
     try: return _run(a)
     except AnalysisFailed as e:

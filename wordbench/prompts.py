@@ -4,13 +4,13 @@
 
 # %% ../nbs/07_prompts.ipynb #49e1227a
 from __future__ import annotations
-import re
+import difflib, re
 from dataclasses import dataclass
 from typing import Sequence
 
 # %% auto #0
-__all__ = ['CHAT_TEMPLATES', 'LETTERS', 'conversation', 'fold_system', 'ChatTemplate', 'render_chat', 'lettered', 'word_tokens',
-           'first_token_in', 'first_group', 'only_quoted']
+__all__ = ['CHAT_TEMPLATES', 'LETTERS', 'ECHO_MIN', 'conversation', 'fold_system', 'ChatTemplate', 'render_chat', 'lettered',
+           'word_tokens', 'first_token_in', 'first_group', 'only_quoted', 'redact_echo_once', 'redact_echo']
 
 # %% ../nbs/07_prompts.ipynb #49969954
 def conversation(user: str, # the final user turn (the question)
@@ -102,3 +102,26 @@ def only_quoted(text: str, # a model's reply
     low = text.lower()
     hits = [i for i, c in enumerate(candidates) if c and c.lower() in low]
     return hits[0] if len(hits) == 1 else None
+
+# %% ../nbs/07_prompts.ipynb #e8a10002
+ECHO_MIN = 40  # characters: a shorter shared stretch (a name, a phrase of the question) is kept
+
+# %% ../nbs/07_prompts.ipynb #e8a10003
+def redact_echo_once(reply: str, # what the model wrote
+                     prompt: str # the prompt it was given
+                    ) -> str:
+    "One pass: each of difflib's matching blocks of >= `ECHO_MIN` characters replaced (a repeated echo once)."
+    blocks = difflib.SequenceMatcher(None, reply, prompt, autojunk=False).get_matching_blocks()
+    out, at = [], 0
+    for b in (b for b in blocks if b.size >= ECHO_MIN):
+        out += [reply[at:b.a], f'[prompt echo: {b.size} chars]']
+        at = b.a + b.size
+    return ''.join(out) + reply[at:]
+
+# %% ../nbs/07_prompts.ipynb #e8a10004
+def redact_echo(reply: str, # what the model wrote
+                prompt: str # the prompt it was given
+               ) -> str:
+    "`reply` with every verbatim copy (each one) of >= `ECHO_MIN` characters of `prompt` replaced by a marker."
+    while (out := redact_echo_once(reply, prompt)) != reply: reply = out
+    return reply

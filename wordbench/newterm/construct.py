@@ -7,6 +7,8 @@ from __future__ import annotations
 import math, re
 from typing import Callable, Sequence
 import numpy as np
+from ..seeds import apply_edits
+from .prompts import paper_prompt
 from ..prompts import LETTERS, lettered, word_tokens
 
 # %% auto #0
@@ -15,87 +17,58 @@ __all__ = ['TERMS_SYSTEM', 'SENTENCES_SYSTEM', 'FILTER_SYSTEM', 'BUILD_PROMPTS',
            'parse_selection', 'parse_score', 'parse_wrong_sentences', 'diversity_filter', 'token_count', 'perplexity']
 
 # %% ../../nbs/27_newterm_construct.ipynb #0483da76
-TERMS_SYSTEM = ('Please answer the following question by printing three terms without explanation, each at a '
-                'separate line. '
-                'If you cannot construct terms that fully meet the requirements, provide terms that partially '
-                'fulfill the '
-                'requirements. Do not refrain from answering.')
+_FIELDS = {'term': ('"[W]"', '"{term}"'), 'meaning': ('[M]', '{meaning}')}  # the paper's placeholders -> fields
+_COUNT = {'count': ('[N]', '{n}')}
+_RELATED = {'related terms': ('"[T1]", "[T2]", "[T3]", or "[T4]"', '{related}')}
+TERMS_SYSTEM = paper_prompt(8, 'System Prompt', 256, '88cc42dcc968')
 
 # %% ../../nbs/27_newterm_construct.ipynb #161d3290
-SENTENCES_SYSTEM = ('Please generate {n} different sentences about the new term, each in a separate line, without '
-                    'using the '
-                    'words used above. Make sure that all the sentences you generate have a different subject. Please '
-                    'print the sentence without explanation.')
+SENTENCES_SYSTEM = apply_edits(paper_prompt(4, 'System Prompt', 239, '74d34feed102'), _COUNT)
 
 # %% ../../nbs/27_newterm_construct.ipynb #2720ba21
-FILTER_SYSTEM = ('Please answer the following choice question by selecting the most probable choices. If multiple '
-                 'choices have equal likelihood, you may choose more than one. List the selected choices (A, B, C, D, '
-                 'E, or F) separated by commas.')
+FILTER_SYSTEM = paper_prompt(11, 'System Prompt', 225, 'e3e873905309')
 
 # %% ../../nbs/27_newterm_construct.ipynb #a2d725c5
+def _related_term(text: str, others: bool=False) -> str:
+    "Table 5's row with its related term (and, in the user prompt, the other related terms) as fields."
+    edits = {'term': ('[Ti]', '{related_term}')}
+    return apply_edits(text, edits | ({'others': (_RELATED['related terms'][0], '{others}')} if others else {}))
+
+def _sym(word: str) -> str:
+    "Table 8's user prompt for the synonym or the antonym (the row prints both, as 'synonym / antonym')."
+    return apply_edits(paper_prompt(8, 'User prompt', 326, '0c1c76859ed0'),
+                       {**_FIELDS, 'pick': ('synonym / antonym', word), 'label': ('Synonym / Antonym', word.title())})
+
+_ONE_LINE = {'options': (' A. [C1] B. [C2] C. [C3] D. [C4] E. [C5] F. [C6] Answer:', '\n{options}\nAnswer:')}
 BUILD_PROMPTS = {
-    'partial_synonyms': (
-        'Please provide three words and three two-word phrases, and display each of them on a separate line. The first '
-        'three lines are words, each on a separate line, and the last three lines are phrases, each on a separate '
-        'line. '
-        'Make sure that there are six lines in total, with each word/phrase at a single line. Do not refrain from '
-        'answering.',
-        'Please provide three words and three phrases, "{meaning}". Ensure that these are commonly used and easily '
-        'understood by a 3-year-old child.'),
-    'synonyms': (TERMS_SYSTEM,
-        'What is the synonym for the new term, "{term}", that refers to {meaning}? The synonym should be a commonly '
-        'used '
-        'English term and belong to the same part of speech. Do not use abbreviations and commas, periods in the term, '
-        'and shorter than five words. Please generate three different alternatives. Synonym:'),
-    'antonyms': (TERMS_SYSTEM,
-        'What is the antonym for the new term, "{term}", that refers to {meaning}? The antonym should be a commonly '
-        'used '
-        'English term and belong to the same part of speech. Do not use abbreviations and commas, periods in the term, '
-        'and shorter than five words. Please generate three different alternatives. Antonym:'),
-    'guess_terms': (TERMS_SYSTEM,
-        'Please guess the meaning of the term "{term}" and create three alternative terms based on their spelling. '
-        'Alternative term:'),
-    'coma_sentences': (SENTENCES_SYSTEM,
-        'I create a new term "{term}", which means "{meaning}". Please generate {n} different paragraphs about '
-        '"{term}", '
-        'following the format: "Sentence 1. {phrase} Sentence 2." Sentence 1 should contain "{term}" once. Ensure that '
-        'it is objective and impartial, focusing on actual actions or events, without any emotional or subjective '
-        'assumptions. Sentence 2, illustrating the {relation} of Sentence 1, should be specific to "{term}" in '
-        'Sentence 1 '
-        'and not applicable if {related} is used instead.'),
-    'sentences': (SENTENCES_SYSTEM,
-        'I have created a new term, "{term}", which means "{meaning}". Please generate {n} different sentences about '
-        '"{term}", each in a separate line, which should be specific to the meaning of "{term}". The sentence should '
-        'be '
-        'grammatically correct but not applicable if {related} is used instead.'),
-    'related_sentence': (
-        'Please generate a sentence about the term "{related_term}", without using the words used above. Make sure '
-        'that '
-        '"{related_term}" is exactly in the sentence but not its other forms. Please print the sentence without '
-        'explanation.',
-        'Please generate a sentence about "{related_term}", which should be specific to the meaning of '
-        '"{related_term}". The sentence should be grammatically correct but not applicable if {others} is used '
-        'instead. Sentences:'),
-    'csj_wrong': (SENTENCES_SYSTEM,
-        'For each sentence generated above, please modify it to use "{term}" illogically, based on the given meaning, '
-        'while keeping the grammar, fluency, and original subject intact. For each example, print "Wrong Sentence:" '
-        'and '
-        '"Corresponding Wrong meaning:" on separate lines, explaining the deviation from the intended meaning. Ensure '
-        'that each wrong meaning is significantly different from those previously generated.'),
-    'coma_distractor': (
-        'Please generate a sentence with {n_words} words to finish the following paragraph. Please print the sentence '
-        'without explanation.',
-        '{question} {phrase}'),
-    'filter_coma': (FILTER_SYSTEM,
-        'Given that the term "{term}" means "{meaning}", please solve the following multiple-choice exercise:\n'
-        'Exercise: choose the most plausible alternative.\n{question} {connective}...\n{options}\nAnswer:'),
-    'filter_cost': (FILTER_SYSTEM,
-        'Given that the term "{term}" means "{meaning}", please solve the following multiple-choice exercise:\n'
-        '{question}\nReplace the _ in the above sentence with the correct choice:\n{options}\nAnswer:'),
-    'filter_csj': ('Please answer the following question with an integer, without any further explanation.',
-        'Given that "{term}" means "{meaning}". On a scale of 0 to 10, with 0 being extremely unlikely and 10 being '
-        'highly likely, how probable is it that the following sentence is coherent and aligns with general '
-        'understanding?\n{question}\nAnswer:')}
+    'partial_synonyms': (paper_prompt(7, 'System Prompt', 336, 'b34be32b967c'),
+                         apply_edits(paper_prompt(7, 'User prompt', 133, '7bc03818fe41'),
+                                     {'meaning': _FIELDS['meaning']})),
+    'synonyms': (TERMS_SYSTEM, _sym('synonym')),
+    'antonyms': (TERMS_SYSTEM, _sym('antonym')),
+    'guess_terms': (TERMS_SYSTEM, apply_edits(paper_prompt(9, 'User prompt', 120, '352b0fd1ba66'),
+                                              {'term': _FIELDS['term']})),
+    'coma_sentences': (SENTENCES_SYSTEM, apply_edits(paper_prompt(4, 'User prompt for COMA', 528, 'e61c8e8d2450'),
+        {**_FIELDS, **_COUNT, **_RELATED, 'phrase': ('As an effect, / This happened because:', '{phrase}'),
+         'relation': ('effect / cause', '{relation}')})),
+    'sentences': (SENTENCES_SYSTEM, apply_edits(paper_prompt(4, 'User prompt for COST & CSJ', 298, '210c4a57fe60'),
+                                                {**_FIELDS, **_COUNT, **_RELATED})),
+    'related_sentence': (_related_term(paper_prompt(5, 'System Prompt', 206, '5914f0e5e8c5')),
+                         _related_term(paper_prompt(5, 'User prompt', 220, '0d33bd33a25a'), others=True)),
+    'csj_wrong': (SENTENCES_SYSTEM, apply_edits(paper_prompt(6, 'User prompt', 409, '5bcfb58b38ed'),
+                                                {'term': _FIELDS['term']})),
+    'coma_distractor': (apply_edits(paper_prompt(10, 'System Prompt', 121, 'ce48b290ab91'),
+                                    {'length': ('…', '{n_words}')}),
+                        '{question} {phrase}'),
+    'filter_coma': (FILTER_SYSTEM, apply_edits(paper_prompt(11, 'User prompt', 221, 'dc986182d788'), {**_FIELDS,
+        'lines': ('exercise: Exercise', 'exercise:\nExercise'), **_ONE_LINE,
+        'question': ('alternative. [Question] so / because…', 'alternative.\n{question} {connective}...')})),
+    'filter_cost': (FILTER_SYSTEM, apply_edits(paper_prompt(12, 'User prompt', 220, 'e1d327ab86d5'),
+                                               {**_FIELDS, **_ONE_LINE,
+        'question': (' [Question] Replace the __', '\n{question}\nReplace the _')})),
+    'filter_csj': (paper_prompt(13, 'System Prompt', 86, '9a6984353a44'),
+                   apply_edits(paper_prompt(13, 'User prompt', 229, 'e37e94b8a022'),
+                               {**_FIELDS, 'lines': (' [Question] Answer:', '\n{question}\nAnswer:')}))}
 
 # %% ../../nbs/27_newterm_construct.ipynb #201bf6d2
 COMA_PHRASES = {'cause': 'This happened because:', 'effect': 'As an effect,'}  # split -> COMA's fixed phrase

@@ -49,9 +49,9 @@ def newterm_configs(years=EXPORT_YEARS) -> list[HFConfig]:
 
 # %% ../../nbs/28a_newterm_export.ipynb #96bf713d
 NEWTERM_CITATION = '''@inproceedings{deng2024newterm,
-  title = {{NewTerm}: Benchmarking Real-Time New Terms for Large Language Models with Annual Updates},
+  title = {<title>},
   author = {Deng, Hexuan and Jiao, Wenxiang and Liu, Xuebo and Zhang, Min and Tu, Zhaopeng},
-  booktitle = {Advances in Neural Information Processing Systems (Datasets and Benchmarks Track)},
+  booktitle = {NeurIPS 2024, Datasets and Benchmarks Track},
   year = {2024}}'''
 
 # %% ../../nbs/28a_newterm_export.ipynb #7641696d
@@ -61,7 +61,8 @@ NEWTERM_EXPORT = register_hf_export(HFExport(
     "wordbench's rendered prompts.", ('multiple-choice', 'text-classification'),
     'Questions about terms that entered use after the models were trained: COMA (pick the likely cause or effect), '
     'COST (fill the blank) and CSJ (is the sentence sensible?), per release year, raw and human-filtered (clean). '
-    'Records carry the ids of wordbench results rows.', NEWTERM_CITATION, default='COMA_2022_raw'))
+    'Records carry the ids of wordbench results rows.', NEWTERM_CITATION,
+    title_from=('001_41d6eb5849241fcb.txt', 'NewTerm'), default='COMA_2022_raw'))
 
 # %% ../../nbs/28a_newterm_export.ipynb #0f9af9e4
 def newterm_answers(resps, # lm-eval's responses: one list of replies per document

@@ -8,17 +8,25 @@ import re
 from typing import Sequence
 from ..core import seeded_rng
 from ..lm import GenerateRequest, LoglikelihoodRequest
+from ..seeds import apply_edits, paper_quotes, seed_row
 from ..prompts import LETTERS, conversation, first_group, first_token_in, lettered, only_quoted, render_chat
 
 # %% auto #0
-__all__ = ['CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS', 'STRATEGIES',
-           'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE', 'split_strategy', 'user_prompt', 'system_prompt',
-           'mask_term', 'select_shots', 'shot_answer', 'messages', 'generate_request', 'choice_requests',
-           'parse_choice', 'parse_judgement', 'parse_reply']
+__all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',
+           'STRATEGIES', 'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE', 'paper_prompt', 'split_strategy',
+           'user_prompt', 'system_prompt', 'mask_term', 'select_shots', 'shot_answer', 'messages', 'generate_request',
+           'choice_requests', 'parse_choice', 'parse_judgement', 'parse_reply']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
-CHOICE_SYSTEM = ('Please answer the following question by printing exactly one option from "A", "B", "C", "D", '
-                 'without explanation.')
+NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()`
+
+def paper_prompt(table: int|str, label: str, length: int, sha: str) -> str:
+    "A row of the NewTerm paper's table `table` (straight quotes), checked against its pin."
+    return paper_quotes(seed_row(NEWTERM_SEED, f'Table {table}:', label, length, sha))
+
+# %% ../../nbs/22_newterm_prompts.ipynb #c5e1a7b2
+CHOICE_SYSTEM = apply_edits(paper_prompt(14, 'System Prompt for Base Setting', 113, '22cc845c472b'),
+                            {"the authors' code says option": ('exactly one choice', 'exactly one option')})
 
 # %% ../../nbs/22_newterm_prompts.ipynb #503c86c8
 GOLD_PREFIX = 'Given that "{term}" means "{meaning}". '  # glued to the front of the system prompt (Gold)
@@ -30,19 +38,27 @@ CSJ_WORDS = {1: ('NO', 'YES'), 2: ('Incorrect', 'Correct'), 3: ('Unacceptable', 
 CSJ_SYSTEM = 'Please answer the following question by printing "{true}" or "{false}", without explanation.'
 
 # %% ../../nbs/22_newterm_prompts.ipynb #2ddac6d5
+_LAYOUT = ' [Question] Answer:', '\n{question}\nAnswer: '  # the table's one-line row -> the code's lines
+
+def _hesitation() -> str:
+    "COMA variant 2's sentence, from App. A's worked example (Table 2's COMA row), up to the split word."
+    row = paper_prompt(2, 'COMA', 153, '8eb7143106e5')
+    return row[row.index('I am hesitating'):row.rindex(' effect:') + 1]
+
 USER_TEMPLATES = {
     ('COMA', 1): 'Exercise: choose the most plausible alternative.\n\n{question} {connective}...\n{options}',
-    ('COMA', 2): '{question}\n\nI am hesitating among these options. '
-                 'Help me choose the more likely {split}:\n{options}',
-    ('COMA', 3): '{question} {connective}...\nPick the more plausible option:\n{options}',
+    ('COMA', 2): '{question}\n\n' + _hesitation() + '{split}:\n{options}',
+    # the authors' code (build_prompt) asks "Help me pick ..."; the paper does not print this variant
+    ('COMA', 3): '{question} {connective}...\nHelp me pick the more plausible option:\n{options}',
     ('COST', 1): '{question}\nReplace the _ in the above sentence with the correct option:\n{options}',
     ('COST', 2): '{question}In the previous sentence, does _ refer to {inline}?\nAnswer: ',
     ('COST', 3): 'Fill in the _ in the below sentence:\n{question}\nChoices:\n{options}',
-    ('CSJ', 1): 'Does the following sentence coherent and aligned with general understanding? '
-                'Please answer "YES" or "NO".\n{question}\nAnswer: ',
-    ('CSJ', 2): '{question}\nIs this example in line with commonsense and grammatically correct?\nAnswer: ',
-    ('CSJ', 3): 'The following sentence is either "Acceptable", meaning it fits the commonsense, or "Unacceptable". '
-                'Which is it?\n{question}\nAnswer: '}
+    ('CSJ', 1): apply_edits(paper_prompt(16, 'User prompt 1', 124, 'cf578d96de77'),
+                            {"the authors' code says align": ('and aligned with', 'and align with'),
+                             'layout': _LAYOUT}),
+    ('CSJ', 2): apply_edits(paper_prompt(16, 'User prompt 2', 86, '6941b7994d38'),
+                            {'field': ('[Question] ', '{question}\n'), 'layout': (' Answer:', '\nAnswer: ')}),
+    ('CSJ', 3): apply_edits(paper_prompt(16, 'User prompt 3', 130, 'afce980bc380'), {'layout': _LAYOUT})}
 
 # %% ../../nbs/22_newterm_prompts.ipynb #1050ce42
 CONNECTIVES = {1: {'cause': 'because', 'effect': 'so'}, 2: {'cause': '', 'effect': ''},

@@ -12,18 +12,18 @@ from fastcore.basics import patch
 from ..core import hash_sample
 from ..lm import LM, LMFailure, GenerateRequest
 from ..choices import decide
-from ..prompts import LETTERS
+from ..prompts import LETTERS, redact_echo
 from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, choice_requests, generate_request,
-                                       parse_reply, select_shots, split_strategy)
+                                       paper_prompt, parse_reply, select_shots, split_strategy)
 
 # %% auto #0
 __all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS', 'LL_SCHEMA',
            'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'DEDUCE_MAX_TOKENS',
-           'DEDUCE_SCHEMA', 'DEDUCE', 'load_task_items', 'NewTermTask', 'll_strategies', 'NewTermChoiceTask',
+           'DEDUCE_SCHEMA', 'DEDUCE', 'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask',
            'deduce_items', 'sentence_embedder', 'meaning_similarity', 'DeduceTask', 'newterm_results']
 
 # %% ../../nbs/23_newterm_task.ipynb #4ed49123
@@ -92,15 +92,21 @@ def requests(self: NewTermTask, it: dict, s, pool) -> tuple|None:
     req = generate_request(it, s.strategy, select_shots(it, pool, s.shots, s.seed), it['max_tokens'])
     return None if req is None else (req,)
 
+# %% ../../nbs/23_newterm_task.ipynb #b23e0002
+def said(request: GenerateRequest) -> str:
+    "The text of a request's conversation (what a reply may echo)."
+    return '\n'.join(c for _, c in request.messages)
+
 # %% ../../nbs/23_newterm_task.ipynb #f26c2daa
 @patch
 def row(self: NewTermTask, it: dict, s, requests, responses, lm) -> dict:
-    "The result row: the item, the reply, the parsed answer and how the reply ended."
+    "The result row: the item, the reply (prompt echoes redacted), the parsed answer and how the reply ended."
     g = responses[0]
     failed = isinstance(g, LMFailure)
     pred, how = (None, '') if failed else parse_reply(it, g.text)
     return dict(_item_fields(it, s), pred=pred or '', correct=pd.NA if failed else int(pred == it['label']),
-                failed=failed, invalid=not failed and pred is None, parse=how, reply='' if failed else g.text,
+                failed=failed, invalid=not failed and pred is None, parse=how,
+                reply='' if failed else redact_echo(g.text, said(requests[0])),
                 finish_reason='' if failed else g.finish_reason, max_tokens=requests[0].max_tokens,
                 prompt_tokens=pd.NA if failed else g.prompt_tokens,
                 completion_tokens=pd.NA if failed else g.completion_tokens)
@@ -172,7 +178,7 @@ def row(self: NewTermChoiceTask, it: dict, s, requests, scores, lm) -> dict:
 NEWTERM_LL_TASKS = {t: register_task(NewTermChoiceTask(t)) for t in ITEM_TASKS}  # 'COMA' -> the registered task
 
 # %% ../../nbs/23_newterm_task.ipynb #e8be0758
-DEDUCE_SYSTEM = 'Please deduce the meaning of the following word based on its spelling, using just one sentence.'
+DEDUCE_SYSTEM = paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')  # read from the paper (Table 3)
 
 # %% ../../nbs/23_newterm_task.ipynb #9a03cd3b
 DEDUCE_USER = 'What is the meaning of "{term}"?\nMeaning: '
@@ -245,7 +251,8 @@ def row(self: DeduceTask, it: dict, s, requests, responses, lm) -> dict:
     guess = '' if failed else g.text.strip()
     return dict(strategy=s.strategy, shots=s.shots, seed=s.seed, id=it['id'], label='', pred='', correct=pd.NA,
                 failed=failed, year=it['year'], line=it['line'], term_type=it['term_type'], term=it['term'],
-                meaning=it['meaning'], reply=guess, finish_reason='' if failed else g.finish_reason,
+                meaning=it['meaning'], reply=redact_echo(guess, said(requests[0])),
+                finish_reason='' if failed else g.finish_reason,
                 max_tokens=requests[0].max_tokens,
                 similarity=np.nan if failed else meaning_similarity([guess], [it['meaning']])[0])
 

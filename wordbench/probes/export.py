@@ -21,9 +21,9 @@ def probes_configs(datasets=tuple(PROBE_DATASETS)) -> list[HFConfig]:
 
 # %% ../../nbs/38_probes_export.ipynb #913bb10b
 PROBES_CITATION = '''@inproceedings{shivagunde2023larger,
-  title = {Larger Probes Tell a Different Story: Extending Psycholinguistic Datasets Via In-Context Learning},
+  title = {<title>},
   author = {Shivagunde, Namrata and Lialin, Vladislav and Rumshisky, Anna},
-  booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing},
+  booktitle = {Findings of EMNLP 2023},
   year = {2023}}'''
 
 # %% ../../nbs/38_probes_export.ipynb #1c682087
@@ -35,7 +35,9 @@ PROBES_EXPORT = register_hf_export(HFExport(
     'repository itself.', ('fill-mask', 'text-generation'),
     'Negation (NEG) and role-reversal (ROLE) probe sentences: a model should predict the last word. NEG pairs an '
     'affirmative with a negated sentence; ROLE pairs swap the two roles. `scored` marks the sentences the published '
-    'accuracy counts.', PROBES_CITATION, local_only=True, default='ROLE-1500'))
+    'accuracy counts.', PROBES_CITATION,
+    title_from=('003_ff1db312eaaa0744.txt', 'Larger Probes Tell a Different Story'),
+    local_only=True, default='ROLE-1500'))
 
 # %% ../../nbs/38_probes_export.ipynb #0f20933c
 def probes_tasks() -> dict:

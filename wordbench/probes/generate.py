@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import project_root, seeded_rng, write_jsonl
+from ..seeds import paper_quotes, seed_line
+from ..prompts import redact_echo
 from ..lm import GenerateRequest, LMFailure, get_lm
 from .items import probe_items
 
 # %% auto #0
-__all__ = ['GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN', 'PAPER_REJECTIONS',
-           'GenerationSetup', 'demo_pairs', 'generation_prompt', 'split_sentences', 'parse_neg', 'wordnet_check',
-           'clean_neg', 'parse_role', 'clean_role', 'rejection_table', 'released_as_completion', 'calibration',
-           'generate_dataset']
+__all__ = ['PROBES_SEED', 'GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN',
+           'PAPER_REJECTIONS', 'INSTRUCTION_MARK', 'GenerationSetup', 'paper_instruction', 'demo_pairs',
+           'generation_prompt', 'split_sentences', 'parse_neg', 'wordnet_check', 'clean_neg', 'parse_role',
+           'clean_role', 'rejection_table', 'released_as_completion', 'calibration', 'stored_entry', 'generate_dataset']
 
 # %% ../../nbs/37_probes_generate.ipynb #bd8c98a7
 @dataclass(frozen=True)
@@ -31,12 +33,18 @@ class GenerationSetup:
     n_demos: int = 4  # demonstration pairs per prompt
 
 # %% ../../nbs/37_probes_generate.ipynb #26f43fe4
+PROBES_SEED = '003_ff1db312eaaa0744.txt'  # the probes paper in `wordbench.seeds.seeds_root()`
+
+def paper_instruction(section: str, # the appendix heading's start, e.g. 'A.1 ROLE-1500'
+                      start: str, length: int, sha: str) -> str:
+    "An instruction of the paper's Appendix A, read from the paper (pinned), quotes removed, one trailing space."
+    line = paper_quotes(seed_line(PROBES_SEED, section, start, length, sha))
+    return line.strip('"').rstrip() + ' '   # quoted (A.2) or bare (A.1); the prompt goes on after a space
+
 GENERATION = {
-    'neg-gen': GenerationSetup('The task is to generate affirmative sentences and its negation. The object of the '
-                               'sentence should be a hypernym of the subject of the sentence. Generate more sentence '
-                               'pairs like these: ', 'NEG-136-SIMP', 1.0, 150),
-    'role': GenerationSetup('The task is to reverse the role in the sentences. Generate more sentence like this: ',
-                            'ROLE-88', 0.64, 100)}
+    'neg-gen': GenerationSetup(paper_instruction('A.2 NEG-1500', '\u201cThe task', 187, '79344a2c5cda'),
+                               'NEG-136-SIMP', 1.0, 150),
+    'role': GenerationSetup(paper_instruction('A.1 ROLE-1500', 'The task', 83, '100e18f7427e'), 'ROLE-88', 0.64, 100)}
 
 # %% ../../nbs/37_probes_generate.ipynb #1a6145ac
 def demo_pairs(kind: str # a key of `GENERATION`
@@ -294,6 +302,17 @@ def calibration(wordnet=None, tagger=None # as in `clean_neg` / `clean_role`
                              rejected={k: v if k in _UNPAIRED else v // 2 for k, v in why}))
     return pd.DataFrame(rows)
 
+# %% ../../nbs/37_probes_generate.ipynb #f3b70002
+INSTRUCTION_MARK = '[the paper\'s instruction, read at run time]'  # stands for it in a stored prompt
+
+def stored_entry(entry: dict, # a log entry: prompt_id, seed, demos, prompt, failed, completion, finish_reason
+                 instruction: str # the paper's instruction the prompt opens with
+                ) -> dict:
+    "The entry as written: its prompt's instruction replaced by a marker, its completion's prompt echoes redacted."
+    prompt = entry['prompt']
+    kept = INSTRUCTION_MARK + prompt[len(instruction):] if prompt.startswith(instruction) else prompt
+    return entry | dict(prompt=kept, completion=redact_echo(entry['completion'], prompt))
+
 # %% ../../nbs/37_probes_generate.ipynb #0038c2d7
 def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      model: str='gemma3-270m', # a model for `get_lm` (a base model continues raw prompts best)
@@ -330,7 +349,7 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
     fates['completion'] = [ok[i]['prompt_id'] for i in fates.completion]
     stem = f'{kind}_{model_slug(model)}_s{seed}'
     out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(log, out/f'{stem}.completions.jsonl')
+    write_jsonl([stored_entry(c, setup.instruction) for c in log], out/f'{stem}.completions.jsonl')
     fates.to_csv(out/f'{stem}.sentences.csv', index=False, lineterminator='\n')
     (out/f'{stem}.pairs.txt').write_text('\n'.join(f'{x},' for pair in kept for x in pair), encoding='utf-8')
     table = rejection_table(fates, kind)

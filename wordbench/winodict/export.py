@@ -40,9 +40,9 @@ def winodict_configs(path=None) -> list[HFConfig]: # a WinoDict JSONL file; defa
 
 # %% ../../nbs/16_winodict_export.ipynb #ecfe6dea
 WINODICT_CITATION = '''@inproceedings{eisenschlos2023winodict,
-  title = {{WinoDict}: Probing language models for in-context word acquisition},
+  title = {<title>},
   author = {Eisenschlos, Julian Martin and Cole, Jeremy R. and Liu, Fangyu and Cohen, William W.},
-  booktitle = {Proceedings of the 17th Conference of the European Chapter of the Association for Computational Linguistics},
+  booktitle = {Proceedings of EACL 2023},
   year = {2023}}'''
 
 # %% ../../nbs/16_winodict_export.ipynb #e5527767
@@ -55,6 +55,7 @@ WINODICT_EXPORT = register_hf_export(HFExport(
     "Winograd-style twin sentences in which the concept word is replaced by a synthetic word whose dictionary "
     'definition is given; a model must pick the referent of the blank. Rebuilt by `wordbench build winodict` from '
     'the raw sources; `id` and `bucket` match the rows of wordbench results files.', WINODICT_CITATION,
+    title_from=('002_a5c7727a1704cb91.txt', 'WinoDict'),
     default='prob1_of_5'))
 
 # %% ../../nbs/16_winodict_export.ipynb #3d051fd3

@@ -38,9 +38,9 @@ def wscplus_configs() -> list[HFConfig]:
 
 # %% ../../nbs/47_wscplus_export.ipynb #e1bb909c
 WSCPLUS_CITATION = '''@inproceedings{zahraei2024wscplus,
-  title = {{WSC+}: Enhancing The {Winograd} Schema Challenge Using Tree-of-Experts},
+  title = {<title>},
   author = {Zahraei, Pardis Sadat and Emami, Ali},
-  booktitle = {Proceedings of the 18th Conference of the European Chapter of the Association for Computational Linguistics},
+  booktitle = {Proceedings of EACL 2024},
   year = {2024}}'''
 
 # %% ../../nbs/47_wscplus_export.ipynb #4d98600d
@@ -51,6 +51,7 @@ WSCPLUS_EXPORT = register_hf_export(HFExport(
     'Winograd-style questions written by LLMs, with a third answer (2: either or neither) for ambiguous items: '
     'traditional, ambiguous and offensive categories, twins sharing a `pair_id`. The validation split is the 700 '
     'items the authors evaluated; wordbench recovered the split from their files.', WSCPLUS_CITATION,
+    title_from=('004_1ddbbaed85ed2134.txt', 'WSC+', 2),
     local_only=True, default='all'))
 
 # %% ../../nbs/47_wscplus_export.ipynb #a92d0933

@@ -13,6 +13,7 @@ from ..core import project_root, raw_path, stable_hash
 from ..lm import GenerateRequest, LMFailure, get_lm
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
+from ..prompts import redact_echo
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
@@ -372,12 +373,16 @@ def generation_request(call: dict, examples: dict, chat: bool, n_pairs: int, max
     return GenerateRequest(prompt=text + generation_primer(), **kw), generation_primer().lstrip()
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c03e
+def _request_text(req: GenerateRequest) -> str:
+    "What a reply may echo: the raw prompt, or the chat messages' text."
+    return req.prompt if req.prompt is not None else '\n'.join(c for _, c in req.messages)
+
 def run_generation(lm, # a backend (ideally a `CachedLM`)
                    model: str, # the model name in the tables
                    plan: list[dict], # from `generation_plan`
                    n_pairs: int=3, max_tokens: int=768, temperature: float=0.0,
                    known: set|None=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    "Call, object and failure tables of one model's generation run (a failed call is counted, never fatal)."
+    "Call, object and failure tables of one model's run (a failed call counted; replies stored with echoes redacted)."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         wsc = load_wscplus()
@@ -398,7 +403,8 @@ def run_generation(lm, # a backend (ideally a `CachedLM`)
         calls.append({**info, 'primed': bool(primer), 'requested': 2 * n_pairs, 'finish_reason': finish,
                       'prompt_tokens': 0 if failed else g.prompt_tokens,
                       'completion_tokens': 0 if failed else g.completion_tokens,
-                      'objects_found': len(scan_objects(text)), 'parsed': len(o), 'failed': len(f), 'reply': text})
+                      'objects_found': len(scan_objects(text)), 'parsed': len(o), 'failed': len(f),
+                      'reply': redact_echo(text, _request_text(req))})
     return pd.DataFrame(calls), pd.DataFrame(objects), pd.DataFrame(failures)
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c042
@@ -413,10 +419,11 @@ _README = '''# WSC+ generation run (local models)
 model asked for sentences whose pronoun only a biased reader would resolve; they may contain stereotypes.
 
 Made by `wordbench build wscplus {args}` ({n_calls} calls per model, {n_pairs} pairs asked per call,
-max_tokens {max_tokens}, temperature {temperature}). Files: `calls.csv` (one row per call, raw reply),
-`objects.csv` (parsed objects, pairs, automatic checks), `failures.csv` (objects that did not parse, by
-reason), `yield.csv`/`yield.md` (per model x template x query), `annotation_sheet.csv` (to be labelled
-valid / semi-valid / invalid by two annotators; `wordbench.wscplus.generate.annotation_agreement` reads it).
+max_tokens {max_tokens}, temperature {temperature}). Files: `calls.csv` (one row per call, its reply with
+prompt echoes redacted), `objects.csv` (parsed objects, pairs, automatic checks), `failures.csv` (objects
+that did not parse, by reason), `yield.csv`/`yield.md` (per model x template x query),
+`annotation_sheet.csv` (to be labelled valid / semi-valid / invalid by two annotators;
+`wordbench.wscplus.generate.annotation_agreement` reads it).
 The checks are automatic proxies of validity, not validity.
 '''
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from ..core import stable_hash
 from .sources import load_wscplus, load_wscplus_results, WSCPLUS_EVALUATORS
+from ..seeds import checked_text
 
 # %% auto #0
 __all__ = ['EVAL_SHOT_LINES', 'SHOT_REASONS', 'SHOT_STEPS', 'TREE_EXAMPLE', 'ANSWER_RULE', 'PROCEDURE', 'EVAL_TEMPLATES',
@@ -108,7 +109,7 @@ def paper_toe_text() -> str:
     n = sum(t.endswith(q) for df in frames for t, q in zip(df.ToE_query, df['query']))
     if len(prefixes) != 1 or n != sum(map(len, frames)):
         raise ValueError(f'the published prompts do not share one template ({len(prefixes)} prefixes, {n} rows)')
-    return prefixes.pop().strip()
+    return checked_text(prefixes.pop().strip(), 2226, '01cdd2cfd76b', 'the ToE template of the published WSC+ prompts')
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c017
 def _example(item: dict, body: str) -> str:

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c002
 from __future__ import annotations
-import json, difflib
+import json
 from typing import NamedTuple
 import pandas as pd
 from fastcore.basics import patch
@@ -18,11 +18,12 @@ from .splits import load_items
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context
 from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
                                        self_consistency_vote)
+from ..prompts import ECHO_MIN, redact_echo
 
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'SCORED_STRATEGIES', 'SHORT_TEMPLATES',
-           'LONG_TEMPLATES', 'CPU_SCORED', 'ECHO_MIN', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items',
-           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'redact_echo']
+           'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items', 'shots_of',
+           'item_requests', 'answer_row', 'WSCPlusTask']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -170,21 +171,6 @@ class WSCPlusTask(Task):
         "The items of `split` (a balanced stable subset of `n`) and, as the shot pool, the few-shot rows."
         return sample_items(load_items(split, splits), n), load_items('few-shot', splits)
     def requests(self, item, setting, pool): return item_requests(item, setting.strategy, shots_of(pool), setting.seed)
-
-# %% ../../nbs/44_wscplus_task.ipynb #e4a0c0f2
-ECHO_MIN = 40  # characters: a shorter shared stretch (a name, a phrase of the question) is kept
-
-# %% ../../nbs/44_wscplus_task.ipynb #e4a0c0f3
-def redact_echo(reply: str, # what the model wrote
-                prompt: str # the prompt it was given
-               ) -> str:
-    "`reply` with each verbatim copy of ≥ `ECHO_MIN` characters of `prompt` replaced by `[prompt echo: N chars]`."
-    blocks = difflib.SequenceMatcher(None, reply, prompt, autojunk=False).get_matching_blocks()
-    out, at = [], 0
-    for b in (b for b in blocks if b.size >= ECHO_MIN):
-        out += [reply[at:b.a], f'[prompt echo: {b.size} chars]']
-        at = b.a + b.size
-    return ''.join(out) + reply[at:]
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01b
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
