@@ -2,9 +2,11 @@
 import ast
 from pathlib import Path
 import wordbench
+from wordbench.cli import builtin_systems
 
 PKG = Path(wordbench.__file__).parent
-SYSTEMS = ('winodict', 'newterm', 'probes', 'wscplus')
+SYSTEMS = tuple(builtin_systems())   # declared once, as entry points in pyproject.toml
+assert len(SYSTEMS) >= 4, SYSTEMS
 TOP = ('cli',)   # the command line sits above every system and imports them by name
 
 

@@ -13,15 +13,24 @@ from .tasks import TASKS, BUILDERS, Option, run_eval
 from .report import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
-__all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'load_systems', 'merge_streams', 'stable_notebook',
-           'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources', 'print_report',
-           'parse_key_values', 'add_option', 'OneLineParser', 'user_message', 'main']
+__all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'builtin_systems', 'load_systems', 'merge_streams',
+           'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources',
+           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'user_message', 'main']
 
 # %% ../nbs/90_cli.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
 
-# %% ../nbs/90_cli.ipynb #53a85f56
-SYSTEMS = ('wordbench.winodict', 'wordbench.newterm', 'wordbench.probes', 'wordbench.wscplus')  # built-in systems
+# %% ../nbs/90_cli.ipynb #9c0c2d04
+def builtin_systems() -> dict[str, str]:
+    "The built-in systems, name -> module, as pyproject.toml declares them (`wordbench.plugins` entry points)."
+    import tomllib
+    from importlib.metadata import entry_points
+    toml = project_root()/'pyproject.toml'   # in a checkout: the declaration itself, in its order
+    if toml.exists(): return dict(tomllib.loads(toml.read_text())['project']['entry-points']['wordbench.plugins'])
+    return {e.name: e.value for e in entry_points(group='wordbench.plugins') if e.value.startswith('wordbench.')}
+
+# %% ../nbs/90_cli.ipynb #910d266c
+SYSTEMS = tuple(builtin_systems().values())  # built-in systems, declared once (pyproject.toml's entry points)
 
 # %% ../nbs/90_cli.ipynb #ed820a6e
 def _import_plugin(spec: str):
@@ -50,6 +59,7 @@ def load_systems() -> list[str]:
         _import_plugin(spec)
         done.append(spec)
     for ep in entry_points(group='wordbench.plugins'):
+        if ep.value in done: continue   # a built-in system, imported above
         ep.load()
         done.append(ep.value)
     return done
