@@ -27,3 +27,25 @@ def llama_server(tmp_path_factory):
     except RuntimeError as e: pytest.fail(str(e), pytrace=False)
     try: yield server.base_url, server.model
     finally: server.stop()
+
+
+@pytest.fixture(scope='session')
+def exports_dir(tmp_path_factory):
+    "Every registered benchmark exported once, offline: `hf/` (dataset folders) and `lm-eval/` (task folders)."
+    os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    from wordbench.cli import load_systems
+    from wordbench.export import export_hf, export_lm_eval
+    load_systems()
+    root = tmp_path_factory.mktemp('exports')
+    export_hf(out=root/'hf')
+    export_lm_eval(out=root/'lm-eval', hf=root/'hf')
+    return root
+
+
+@pytest.fixture(scope='session')
+def hf_dir(exports_dir): return exports_dir/'hf'
+
+
+@pytest.fixture(scope='session')
+def lm_eval_dir(exports_dir): return exports_dir/'lm-eval'

@@ -1,19 +1,5 @@
 "`wordbench export hf`: every registered export is written and every config loads offline with `datasets`."
-import os
 import pytest
-
-os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
-os.environ.setdefault('HF_HUB_OFFLINE', '1')
-
-
-@pytest.fixture(scope='module')
-def hf_dir(tmp_path_factory):
-    from wordbench.cli import load_systems
-    from wordbench.export import export_hf
-    load_systems()
-    out = tmp_path_factory.mktemp('hf')
-    export_hf(out=out)
-    return out
 
 
 def test_every_config_loads(hf_dir):

@@ -1,20 +1,5 @@
 "`wordbench export lm-eval`: every task folder loads in lm-eval 0.4.13 (TaskManager + each task) and builds requests."
-import os
 import pytest
-
-os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
-os.environ.setdefault('HF_HUB_OFFLINE', '1')
-
-
-@pytest.fixture(scope='module')
-def lm_eval_dir(tmp_path_factory):
-    from wordbench.cli import load_systems
-    from wordbench.export import export_hf, export_lm_eval
-    load_systems()
-    root = tmp_path_factory.mktemp('exports')
-    export_hf(out=root/'hf')
-    export_lm_eval(out=root/'lm-eval', hf=root/'hf')
-    return root/'lm-eval'
 
 
 def _requests(task, n=3):
