@@ -70,7 +70,9 @@ SHARED_ANALYSES = [
     Analysis('lm_benchmark', 'hf backend vs lm-eval HFLM: throughput, max |Δ logprob|, decision agreement, '
              'tokens computed', main=False),
     Analysis('lm_generation_benchmark', 'hf generation engine vs one-at-a-time decoding, lm-eval generate_until and '
-             'llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False)]
+             'llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False),
+    Analysis('lm_eval_parity', 'the exported lm-eval tasks under lm-eval HFLM vs the committed cpu-grid rows: '
+             'log-likelihood differences and decisions per task', main=False)]
 for _a in SHARED_ANALYSES: register_analysis(_a)
 
 # %% ../nbs/90_cli.ipynb #9b669c06
