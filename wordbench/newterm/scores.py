@@ -48,7 +48,8 @@ def base_gold_test(results: pd.DataFrame, # NewTerm result rows with settings 'b
     "Per group: items paired, Base and Gold accuracy (%), items better under each, and the exact McNemar p."
     ok = results[~results.failed.astype(bool) & results.setting.isin(['base', 'gold'])]
     wide = ok.assign(correct=ok.correct.astype(float)).pivot_table(
-        index=[*by, 'id', 'variant'], columns='setting', values='correct', aggfunc='mean').reindex(columns=['base', 'gold']).dropna()
+        index=[*by, 'id', 'variant'], columns='setting', values='correct', aggfunc='mean')
+    wide = wide.reindex(columns=['base', 'gold']).dropna()
     per_item = wide.groupby([*by, 'id']).mean()
     rows = []
     for key, g in per_item.groupby(list(by), sort=True):
@@ -179,7 +180,7 @@ ARTEFACT_MARGIN = 20.0  # points above chance from which a trivial rule's score 
 def baseline_scores(items: Sequence[dict], # NewTerm items (any tasks and years)
                     by: Sequence[str]=('task', 'year') # item fields to group by
                    ) -> pd.DataFrame:
-    "Per group and set (raw; clean where there is one): each trivial baseline's accuracy (%), item count, artefact flag."
+    "Per group and set (raw; clean where there is one): each trivial baseline's accuracy (%), items, artefact flag."
     df = pd.DataFrame(items)
     rows = []
     for name, sub in (('raw', df), ('clean', df[df.clean.fillna(False).astype(bool)])):
