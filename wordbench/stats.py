@@ -12,7 +12,7 @@ from .core import stable_hash
 # %% auto #0
 __all__ = ['accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std', 'paired_table', 'mcnemar_exact_p',
            'mcnemar_power', 'power_curve', 'minimum_detectable_effect', 'paired_permutation_test', 'compare_correct',
-           'compare_models']
+           'compare_models', 'wilson_ci']
 
 # %% ../nbs/08_stats.ipynb #6878def5
 def accuracy_table(results: pd.DataFrame, # one row per item x setting (a task's results)
@@ -199,3 +199,16 @@ def compare_models(results: pd.DataFrame, # a task's results: `model`, `correct`
     ok = ~(both.failed_a.astype(bool) | both.failed_b.astype(bool))
     out = compare_correct(both.correct_a[ok].astype(int), both.correct_b[ok].astype(int), **kwargs)
     return dict(model_a=model_a, model_b=model_b, **out, n_failed=int((~ok).sum()))
+
+# %% ../nbs/08_stats.ipynb #4d417ff6
+def wilson_ci(correct, # successes (may be fractional: per-item accuracies summed)
+              n, # independent trials (items)
+              alpha: float=0.05 # 1 - the coverage
+             ) -> tuple[float, float]:
+    "The Wilson score interval `(lo, hi)` of the proportion `correct / n`, as proportions; NaNs when n is 0."
+    from scipy.stats import norm
+    if n <= 0: return (float('nan'), float('nan'))
+    z, p = float(norm.ppf(1 - alpha / 2)), correct / n
+    centre, half = p + z * z / (2 * n), z * np.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n))
+    lo, hi = (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+    return (float(max(0.0, min(lo, p))), float(min(1.0, max(hi, p))))   # rounding never leaves p outside

@@ -33,9 +33,11 @@ register_builder(Builder('newterm', build_dataset, 'NewTerm construction pipelin
 _MODELS = {'models': 'models', 'results_dir': 'results_dir'}
 NEWTERM_ANALYSES = [
     Analysis('newterm_stats', 'dataset statistics per year, task, set and term type; answer distributions; '
-             '(term, meaning) pairs; artefacts; the trivial baselines', 'NewTerm §3.5, Appendix G'),
+             '(term, meaning) pairs; artefacts; the trivial baselines of every released set (2024 and multilingual '
+             'included) with artefact warnings', 'NewTerm §3.5, Appendix G'),
     Analysis('newterm_table1', 'Base per task, Avg., Gold and their gap per model and year (clean sets), both '
-             'protocols, bootstrap CIs, CSJ balanced accuracy; baselines and the paper beside',
+             'protocols, Wilson CIs over items, exact Base-vs-Gold McNemar tests, CSJ balanced accuracy, unparsable '
+             'replies; baselines and the paper beside',
              'NewTerm Tables 1 and 19', params_from=_MODELS),
     Analysis('newterm_filtering', "raw (before human filtering) vs clean scores, ours and the paper's",
              'NewTerm Table 18', params_from=_MODELS),
@@ -43,8 +45,9 @@ NEWTERM_ANALYSES = [
              'NewTerm §4.1, Tables 14-16', params_from=_MODELS),
     Analysis('newterm_types', 'accuracy by term type (new word / new phrase / old word) per task and setting',
              'NewTerm §4.4-4.5', params_from=_MODELS),
-    Analysis('newterm_errors', 'error taxonomy: a seeded sample of Base failures per task x type, the annotation '
-             'sheet and the automatic proxy', 'NewTerm §4.5, Figure 6', params_from=_MODELS),
+    Analysis('newterm_errors', 'error taxonomy: a seeded sample of failed items (Base) per task x type, the '
+             'annotation sheet and the automatic proxy (labels the gold alone decides kept apart)',
+             'NewTerm §4.5, Figure 6', params_from=_MODELS),
     Analysis('newterm_learned', 'learned-term selection between two models, accuracy on learned vs unlearned '
              'terms, overlaps', 'NewTerm §4.3, Figure 4', params_from=_MODELS),
     Analysis('newterm_categories', 'accuracy by frequency (wordfreq proxy), deducing difficulty (local model + '

@@ -11,20 +11,22 @@ from ..prompts import LETTERS
 from .scores import term_letter
 
 # %% auto #0
-__all__ = ['PROXY_REASONS', 'sample_failures', 'proxy_reason', 'annotation_sheet']
+__all__ = ['PROXY_REASONS', 'sample_failures', 'proxy_reason', 'proxy_basis', 'annotation_sheet']
 
 # %% ../../nbs/25_newterm_errors.ipynb #f1fce69b
 def sample_failures(results: pd.DataFrame, # generative NewTerm rows of one or more tasks
-                    n: int=15, # cases per (task, term type) cell (the paper: 15)
+                    n: int=15, # failed items per (task, term type) cell (the paper: 15)
                     setting: str='base', # the setting whose failures are read
                     seed: int=0 # draws the sample
                    ) -> pd.DataFrame:
-    "Up to `n` wrong rows of `setting` per (model, task, term type), chosen by a seeded stable hash."
+    "Up to `n` failed items of `setting` per (model, task, term type), one failed variant each, by a seeded hash."
     wrong = results[(results.setting == setting) & ~results.failed.astype(bool) & (results.correct == 0)]
     rank = [stable_hash('newterm-errors', seed, m, i, s) for m, i, s in zip(wrong.model, wrong.id, wrong.strategy)]
-    ranked = wrong.assign(_rank=rank).sort_values('_rank')
-    return (ranked.groupby(['model', 'task', 'term_type'], sort=True).head(n).drop(columns='_rank')
-                  .sort_values(['model', 'task', 'term_type', 'id', 'strategy']).reset_index(drop=True))
+    wrong = wrong.assign(_rank=rank, failed_variants=wrong.groupby(['model', 'id']).id.transform('size'))
+    one = wrong.sort_values('_rank').drop_duplicates(['model', 'id'])          # one row per failed item
+    one = one.assign(_rank=[stable_hash('newterm-errors-item', seed, m, i) for m, i in zip(one.model, one.id)])
+    return (one.sort_values('_rank').groupby(['model', 'task', 'term_type'], sort=True).head(n).drop(columns='_rank')
+               .sort_values(['model', 'task', 'term_type', 'id']).reset_index(drop=True))
 
 # %% ../../nbs/25_newterm_errors.ipynb #a443dc18
 PROXY_REASONS = ('Ignore', 'Misunderstand', 'Prefer Older', 'Other', 'No answer', 'Unknown')
@@ -45,6 +47,17 @@ def proxy_reason(task: str, # COMA, COST or CSJ
     if masked_pred is None: return 'Unknown'
     return 'Ignore' if masked_pred == pred else 'Misunderstand'
 
+# %% ../../nbs/25_newterm_errors.ipynb #cc6f9a44
+def proxy_basis(task: str, # COMA, COST or CSJ
+                item: dict, # the item (choices and term for COST)
+                pred: str, # the wrong prediction ('' when unparsable)
+                masked_pred: str|None=None # COMA: the prediction with the term masked (None: not asked)
+               ) -> str:
+    "What decides `proxy_reason`'s label: 'gold label only', 'prediction', 'masked re-query' or 'none'."
+    if not pred or (task == 'COMA' and masked_pred is None): return 'none'
+    if task == 'CSJ' or (task == 'COST' and item['label'] == term_letter(item)): return 'gold label only'
+    return 'prediction' if task == 'COST' else 'masked re-query'
+
 # %% ../../nbs/25_newterm_errors.ipynb #8caafd84
 def annotation_sheet(sample: pd.DataFrame, # `sample_failures` rows
                      items: dict, # id -> item (`wordbench.newterm.items.load_items`)
@@ -61,5 +74,7 @@ def annotation_sheet(sample: pd.DataFrame, # `sample_failures` rows
         rows.append(dict(model=r.model, task=it['task'], term_type=r.term_type, id=r.id, variant=r.variant,
                          term=it['term'], meaning=it['meaning'], question=it['question'], choices=choices,
                          gold=it['label'], reply=r.reply, pred=r.pred, masked_pred=mp if mp is not None else '',
-                         proxy_reason=proxy_reason(it['task'], it, r.pred, mp), reason=''))
+                         failed_variants=getattr(r, 'failed_variants', 1),
+                         proxy_reason=proxy_reason(it['task'], it, r.pred, mp),
+                         proxy_basis=proxy_basis(it['task'], it, r.pred, mp), reason=''))
     return pd.DataFrame(rows)

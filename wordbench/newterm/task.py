@@ -21,8 +21,8 @@ from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, choice_requests, gene
                                        paper_prompt, parse_reply, select_shots, split_strategy)
 
 # %% auto #0
-__all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS', 'LL_SCHEMA',
-           'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'DEDUCE_MAX_TOKENS',
+__all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'PAPER_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS',
+           'LL_SCHEMA', 'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'DEDUCE_MAX_TOKENS',
            'DEDUCE_SCHEMA', 'DEDUCE', 'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask',
            'deduce_items', 'sentence_embedder', 'meaning_similarity', 'DeduceTask', 'newterm_results']
 
@@ -31,6 +31,9 @@ CPU_SAMPLE = 10  # raw items per year and task in the default CPU grid (one numb
 
 # %% ../../nbs/23_newterm_task.ipynb #8e3e9432
 CPU_MAX_TOKENS = 8  # reply cap of the CPU grid (the paper: 512 for open models); recorded in every row
+
+# %% ../../nbs/23_newterm_task.ipynb #d43df2db
+PAPER_MAX_TOKENS = 512  # the paper's reply cap for open models (greedy decoding); the `full` grid's cap
 
 # %% ../../nbs/23_newterm_task.ipynb #7e038f57
 ITEM_OPTIONS = {
@@ -78,7 +81,7 @@ class NewTermTask(Task):
         masked = [dict(base, strategies=['masked1', 'masked2', 'masked3'])] if task == 'COMA' else []
         self.grids = {'cpu': [dict(base, sample=CPU_SAMPLE, max_tokens=CPU_MAX_TOKENS)] +
                              [dict(m, sample=CPU_SAMPLE, max_tokens=CPU_MAX_TOKENS) for m in masked],
-                      'full': [base] + masked}
+                      'full': [dict(m, max_tokens=PAPER_MAX_TOKENS) for m in [base] + masked]}
     def load(self, years=None, sample=None, subset=None, path=None, max_tokens=None):
         "Items (each carrying the reply cap) and the few-shot pool."
         items, pool = load_task_items(self.task, years, sample, subset, path)
