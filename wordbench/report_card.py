@@ -52,7 +52,8 @@ def ref_row(setting: str, kind: str, # 'baseline' or 'paper'
 def majority_row(setting: str, rows: pd.DataFrame) -> dict: # result rows with `label`
     "The baseline that always gives the most frequent gold label of `rows`."
     counts = rows.label.astype(str).value_counts()
-    return ref_row(setting, 'baseline', 'majority label', 100 * counts.iloc[0] / counts.sum() if len(counts) else np.nan)
+    share = 100 * counts.iloc[0] / counts.sum() if len(counts) else np.nan
+    return ref_row(setting, 'baseline', 'majority label', share)
 
 # %% ../nbs/09b_report_card.ipynb #5999e1dd
 @dataclass
@@ -94,7 +95,7 @@ def task_protocol(res: pd.DataFrame) -> dict: # one model's rows of one task
 
 # %% ../nbs/09b_report_card.ipynb #a7a5620e
 def reply_health(res: pd.DataFrame) -> dict: # one model's rows of one task
-    "Failed rows (the backend gave no answer) and unparsable replies (`invalid`; NaN when the task parses nothing), in %."
+    "Failed rows (no answer from the backend) and unparsable replies (`invalid`; NaN: nothing parsed), in %."
     n = len(res)
     inv = 100 * res.invalid.astype(float).fillna(0).sum() / n if 'invalid' in res.columns and n else np.nan
     return dict(failed=100 * res.failed.astype(float).sum() / n if n else np.nan, invalid=inv)
@@ -172,8 +173,10 @@ def card_blocks(model: str, rows: pd.DataFrame, info: pd.DataFrame, # `model_car
         b.append(('table', t))
     else: b.append(('p', 'No results of this model yet: run it without `--no-eval`.'))
     for _, r in info.iterrows():
-        b += [('h2', f'{r.task}: {r.benchmark}'), ('p', f'Metric: {r.metric}.'),
-              ('table', card_table(rows[rows.task == r.task]))]
+        mine = rows[rows.task == r.task]
+        b += [('h2', f'{r.task}: {r.benchmark}'), ('p', f'Metric: {r.metric}.')]
+        b.append(('table', card_table(mine)) if (mine.kind == 'ours').any() else
+                 ('p', 'No accuracy to show (the task scores no answer as right or wrong): see its analyses.'))
     return b
 
 # %% ../nbs/09b_report_card.ipynb #189e3832

@@ -27,11 +27,13 @@ def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` 
     out = []
     for s, g in res.groupby('strategy', sort=True):
         ok = g[~g.failed.astype(bool)]
-        per_type = sum(int((t.label == t.label.value_counts().sort_index().idxmax()).sum()) for _, t in ok.groupby('type'))
+        per_type = sum(int((t.label == t.label.value_counts().sort_index().idxmax()).sum())
+                       for _, t in ok.groupby('type'))
         out += [ours_row(s, g), ref_row(s, 'baseline', 'uniform random', 100 / 3),
                 ref_row(s, 'baseline', 'always neither', 100 * (ok.label == 2).mean() if len(ok) else float('nan')),
                 ref_row(s, 'baseline', 'majority per type', 100 * per_type / len(ok) if len(ok) else float('nan'))]
-        if s in CARD_PAPER_STRATEGIES: out.append(ref_row(s, 'paper', 'GPT-4', PAPER_QUOTED[('GPT-4', 'all', 'all', 'accuracy')]))
+        if s in CARD_PAPER_STRATEGIES:
+            out.append(ref_row(s, 'paper', 'GPT-4', PAPER_QUOTED[('GPT-4', 'all', 'all', 'accuracy')]))
         out.append(ref_row(s, 'paper', 'people', PAPER_HUMAN['all']))
     return out
 
