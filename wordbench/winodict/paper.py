@@ -10,8 +10,8 @@ from ..report_card import Card, ours_row, ref_row, majority_row, register_card
 from .task import once_per_twin
 
 # %% auto #0
-__all__ = ['PAPER_CELLS', 'PAPER_TABLE2', 'PAPER_HUMAN', 'CARD_STRATEGIES', 'CARD_MODELS', 'WINODICT_CARD', 'paper_table2',
-           'winodict_card_rows']
+__all__ = ['PAPER_CELLS', 'PAPER_TABLE2', 'PAPER_HUMAN', 'CARD_STRATEGIES', 'CARD_MODELS', 'WINODICT_CARD', 'PAPER_TABLE4',
+           'FOREIGN_CARD', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
 
 # %% ../../nbs/17_winodict_paper.ipynb #98502752
 PAPER_CELLS = [(src, ds, k) for src in ('wsc', 'winogrande') for ds in ('winodict', 'original') for k in (0, 1, 5)]
@@ -67,3 +67,21 @@ def winodict_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `winodict
 # %% ../../nbs/17_winodict_paper.ipynb #b74a5645
 WINODICT_CARD = register_card(Card('winodict', 'WinoDict (Eisenschlos et al. 2023)',
                                    'accuracy (%) on the two options, partial scoring', winodict_card_rows))
+
+# %% ../../nbs/17_winodict_paper.ipynb #5f8133da
+PAPER_TABLE4 = {'PaLM 540B': (68.7, 73.0, 76.0), 'GPT-3 Davinci': (61.0, 56.0, 68.0)}  # def_suffix at 0/1/5 shots
+
+# %% ../../nbs/17_winodict_paper.ipynb #5b9e08f2
+def foreign_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `winodict-foreign` rows
+    "Per strategy and shots: our accuracy, chance, the majority label; Table 4's models under the default strategy."
+    out = []
+    for (strategy, k), g in once_per_twin(res).groupby(['strategy', 'shots'], sort=True):
+        s = f'{strategy} {k}-shot'
+        out += [ours_row(s, g), ref_row(s, 'baseline', 'chance', 50), majority_row(s, g[~g.failed.astype(bool)])]
+        if strategy == CARD_STRATEGIES['winodict'] and k in (0, 1, 5):
+            out += [ref_row(s, 'paper', m, v[(0, 1, 5).index(k)]) for m, v in PAPER_TABLE4.items()]
+    return out
+
+# %% ../../nbs/17_winodict_paper.ipynb #68a83704
+FOREIGN_CARD = register_card(Card('winodict-foreign', "WinoDict's foreign-inspired words (Table 4)",
+                                  'accuracy (%) on the two options, partial scoring', foreign_card_rows))
