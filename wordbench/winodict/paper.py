@@ -11,7 +11,7 @@ from .task import once_per_twin
 
 # %% auto #0
 __all__ = ['PAPER_CELLS', 'PAPER_TABLE2', 'PAPER_HUMAN', 'CARD_STRATEGIES', 'CARD_MODELS', 'WINODICT_CARD', 'PAPER_TABLE4',
-           'FOREIGN_CARD', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
+           'FOREIGN_CARD', 'PAPER_TABLE3', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
 
 # %% ../../nbs/17_winodict_paper.ipynb #98502752
 PAPER_CELLS = [(src, ds, k) for src in ('wsc', 'winogrande') for ds in ('winodict', 'original') for k in (0, 1, 5)]
@@ -85,3 +85,13 @@ def foreign_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `winodict-
 # %% ../../nbs/17_winodict_paper.ipynb #68a83704
 FOREIGN_CARD = register_card(Card('winodict-foreign', "WinoDict's foreign-inspired words (Table 4)",
                                   'accuracy (%) on the two options, partial scoring', foreign_card_rows))
+
+# %% ../../nbs/17_winodict_paper.ipynb #c87e8dfd
+PAPER_TABLE3 = {  # Table 3 (PaLM 540B): strategy -> (Winograd, WinoGrande) accuracy
+    'def_prefix': (72.2, 62.7), 'def_suffix': (78.6, 68.5), 'syn_prefix': (74.1, 60.5), 'syn_suffix': (88.4, 78.2),
+    'empty': (52.0, 51.9),
+    'original_def_prefix': (85.5, 74.0), 'original_def_suffix': (93.8, 84.4), 'original_syn_prefix': (87.2, 74.3),
+    'original_syn_suffix': (91.6, 83.2), 'original_empty': (95.6, 85.8),
+    'shift_def_prefix': (66.1, 60.8), 'shift_def_suffix': (75.6, 60.4), 'shift_syn_prefix': (69.4, 60.1),
+    'shift_syn_suffix': (83.3, 74.7), 'shift_empty': (51.1, 49.7),
+}
