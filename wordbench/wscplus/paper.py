@@ -8,7 +8,8 @@ import pandas as pd
 from ..report_card import Card, ours_row, ref_row, register_card
 
 # %% auto #0
-__all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'CARD_PAPER_STRATEGIES', 'WSCPLUS_CARD', 'wscplus_card_rows']
+__all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'PAPER_TABLE2', 'PAPER_TABLE5', 'CARD_PAPER_STRATEGIES', 'WSCPLUS_CARD',
+           'wscplus_card_rows']
 
 # %% ../../nbs/48_wscplus_paper.ipynb #b4792e95
 PAPER_QUOTED = {('GPT-4', 'all', 'all', 'accuracy'): 68.7,        # ToE prompt, all items
@@ -19,9 +20,16 @@ PAPER_QUOTED = {('GPT-4', 'all', 'all', 'accuracy'): 68.7,        # ToE prompt, 
 PAPER_HUMAN = {'all': 95.1, 'Traditional': 90.5, 'Ambiguous': 96.86, 'Offensive': 100.0}  # Table 6: mean per type
 
 # %% ../../nbs/48_wscplus_paper.ipynb #549e2d0b
-CARD_PAPER_STRATEGIES = ('toe-paper',)  # strategies that run the paper's ToE template (GPT-4's number applies)
+PAPER_TABLE2 = {('type', 'Traditional'): 45.5, ('type', 'Ambiguous'): 17.8, ('type', 'Offensive'): 36.7,  # % of items
+                ('generator', 'Claude2'): 34.7, ('generator', 'GPT-4'): 48.2, ('generator', 'GPT-3.5'): 17.1}
 
 # %% ../../nbs/48_wscplus_paper.ipynb #8a3c6b44
+PAPER_TABLE5 = {'Traditional': (3800, 1364), 'Ambiguous': (1060, 534), 'Offensive': (1254, 1102)}  # (before, after)
+
+# %% ../../nbs/48_wscplus_paper.ipynb #8ed1a07d
+CARD_PAPER_STRATEGIES = ('toe-paper',)  # strategies that run the paper's ToE template (GPT-4's number applies)
+
+# %% ../../nbs/48_wscplus_paper.ipynb #b792346f
 def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` rows
     "Per strategy: our accuracy, uniform random, always 'neither', majority per type, GPT-4 (ToE) and people."
     out = []
@@ -37,6 +45,6 @@ def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` 
         out.append(ref_row(s, 'paper', 'people', PAPER_HUMAN['all']))
     return out
 
-# %% ../../nbs/48_wscplus_paper.ipynb #776fd2fc
+# %% ../../nbs/48_wscplus_paper.ipynb #16357635
 WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)',
                                   'accuracy (%) over three answers; an unparsable reply is wrong', wscplus_card_rows))
