@@ -337,6 +337,7 @@ def report_model(model: str, # model name for `get_lm`
     from wordbench.report_card import write_card
     from wordbench.tasks import SETTING_OPTIONS
     names, skipped = list(tasks or [n for n, t in TASKS.items() if grid in t.grids]), {}
+    if not names: raise UserError(f'no registered task has a grid {grid!r}', 'use --grid cpu or --grid full')
     for name in names if evaluate else []:
         task = TASKS[name]
         opts = {k: v for k, v in (task_options or {}).items() if k in task.options or k in SETTING_OPTIONS}
