@@ -26,6 +26,7 @@ EVAL_OPTS ?= --batch-size 8
 
 figures: setup data results exports ## the main job: build datasets, evaluate (cached), export, regenerate figures/
 	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
+	for m in $(MODELS); do $(BIN)/wordbench report --model $$m --no-eval; done
 
 data: env                          ## datasets derived from the raw inputs (every builder the main job runs; deterministic)
 	$(BIN)/wordbench doctor --strict

@@ -15,7 +15,7 @@ from .report import ANALYSES, Analysis, register_analysis
 # %% auto #0
 __all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'builtin_systems', 'load_systems', 'merge_streams',
            'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources',
-           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'user_message', 'main']
+           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'user_message', 'main']
 
 # %% ../nbs/90_cli.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -334,6 +334,53 @@ def _export(a) -> int:
     for p in paths: print(p)
     return 0
 
+# %% ../nbs/90_cli.ipynb #3fc8d020
+def report_model(model: str, # model name for `get_lm`
+                 backend: str='hf', # model backend
+                 grid: str='cpu', # the named grid each task runs
+                 out=None, # the card's folder (default figures/models/<model>/)
+                 results=None, # results folder (default data/results)
+                 evaluate: bool=True, # run the grids first (False: the card from existing results only)
+                 tasks=None, # task names (default: every registered task with `grid`)
+                 lm_options: dict|None=None, # backend options
+                 task_options: dict|None=None, # options given to each task that knows them, e.g. {'n': 3}
+                 cache: bool=True) -> tuple[list[Path], dict]: # cache responses
+    "Evaluate `model` on every task's `grid`, then write its report card; the card's files and {task: why skipped}."
+    from wordbench.report_card import write_card
+    from wordbench.tasks import SETTING_OPTIONS
+    names, skipped = list(tasks or [n for n, t in TASKS.items() if grid in t.grids]), {}
+    if not names: raise UserError(f'no registered task has a grid {grid!r}', 'use --grid cpu or --grid full')
+    for name in names if evaluate else []:
+        task = TASKS[name]
+        opts = {k: v for k, v in (task_options or {}).items() if k in task.options or k in SETTING_OPTIONS}
+        try: run_eval(task, [model], backend, out=results, grid=grid if grid in task.grids else None, cache=cache,
+                      lm_options=lm_options, **opts)
+        except USER_ERRORS as e: skipped[name] = user_message(e)
+    return write_card(model, out, results, names if tasks else None), skipped
+
+# %% ../nbs/90_cli.ipynb #8347f766
+def _report_parser(sub):
+    "`wordbench report --model NAME`: every task's grid for one model, then its report card."
+    r = sub.add_parser('report', help="run one model through every benchmark's grid and write its report card")
+    r.add_argument('--model', required=True, help='short name (smollm2-135m), HF id, local folder, or API model')
+    _backend_arguments(r)
+    r.add_argument('--grid', default='cpu', help='the named grid each task runs: cpu (2 CPU cores) or full (papers)')
+    r.add_argument('--out', default=None, help="the card's folder (default figures/models/<model>/)")
+    r.add_argument('--results', default=None, help='results folder (default data/results/)')
+    r.add_argument('--no-eval', action='store_true', help='write the card from the results already there')
+    r.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every one with the grid)')
+    r.add_argument('--task-option', action='append', metavar='KEY=VALUE',
+                   help='a task option for every task that has it, e.g. n=3 or sample=2 (smaller runs)')
+
+# %% ../nbs/90_cli.ipynb #aca85fa1
+def _report(a) -> int:
+    "`wordbench report ...`: evaluate, write the card, print its files and any task skipped with its reason."
+    files, skipped = report_model(a.model, a.backend, a.grid, a.out, a.results, not a.no_eval, a.tasks,
+                                  _lm_options(a), parse_key_values(a.task_option, '--task-option'))
+    for p in files: print(p)
+    for name, why in skipped.items(): print(f'wordbench: {name} not evaluated: {why}', file=sys.stderr)
+    return 0
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -354,6 +401,7 @@ def _parser() -> argparse.ArgumentParser:
     _score_parser(sub)
     _regenerate_parser(sub)
     _export_parser(sub)
+    _report_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827
@@ -457,6 +505,7 @@ def _run(a) -> int:
     if a.command == 'eval': return _eval(a)
     if a.command == 'score': return _score(a)
     if a.command == 'export': return _export(a)
+    if a.command == 'report': return _report(a)
     if a.command == 'regenerate':
         options = {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}}
         regenerate(a.names or None, a.out, options)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
 from . import sources, items, published, paper, power, task, temp, generate, export  # registers sources, task
+from . import card  # registers the report card
 
 # %% auto #0
 __all__ = ['PROBES_ANALYSES']

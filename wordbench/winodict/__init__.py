@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
 from . import sources, words, build, prompts, task, foreign, export  # registers sources and tasks
+from . import paper  # registers the report card
 
 # %% auto #0
 __all__ = ['WINODICT_ANALYSES', 'build_dataset']
