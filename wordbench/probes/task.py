@@ -35,8 +35,8 @@ class ClozeFormat:
 # %% ../../nbs/35_probes_task.ipynb #47c4f2a7
 CLOZE_FORMATS = {  # strategy -> format (see the table above)
     'causal': ClozeFormat('{context}', '{context}', ' {target}', 'sum', 'hf'),
-    'mask': ClozeFormat('{context} [MASK].', '{context} ', '{target}', 'pll', 'hf-mlm'),
-    'mask-space': ClozeFormat('{context} [MASK] .', '{context} ', '{target}', 'pll', 'hf-mlm'),
+    'mask': ClozeFormat('{context} [MASK].', '{context} [MASK].', '{target}', 'pll', 'hf-mlm'),
+    'mask-space': ClozeFormat('{context} [MASK] .', '{context} [MASK] .', '{target}', 'pll', 'hf-mlm'),
     'sentinel': ClozeFormat('{context} [MASK].', '{context} [MASK].', '{target}', 'span', 'hf-t5')}
 
 # %% ../../nbs/35_probes_task.ipynb #ce441bf3
