@@ -10,9 +10,36 @@ import pandas as pd
 from .core import stable_hash
 
 # %% auto #0
-__all__ = ['accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std', 'paired_table', 'mcnemar_exact_p',
-           'mcnemar_power', 'power_curve', 'minimum_detectable_effect', 'paired_permutation_test', 'compare_correct',
-           'compare_models']
+__all__ = ['wilson_ci', 'exact_sign_flip_p', 'accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std',
+           'paired_table', 'mcnemar_exact_p', 'mcnemar_power', 'power_curve', 'minimum_detectable_effect',
+           'paired_permutation_test', 'compare_correct', 'compare_models']
+
+# %% ../nbs/08_stats.ipynb #ca2a9372
+def wilson_ci(count, # successes (a number or an array)
+              n, # trials (same shape); where 0, the interval is NaN
+              z: float=1.959964) -> tuple: # normal quantile (95% by default)
+    "The Wilson score interval `(lo, hi)` of `count / n`, as proportions."
+    count, n = np.asarray(count, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        p, q = count / n, z * z / n
+        mid, half = (p + q / 2) / (1 + q), z * np.sqrt(p * (1 - p) / n + q / (4 * n)) / (1 + q)
+    return np.clip(mid - half, 0, 1), np.clip(mid + half, 0, 1)
+
+
+# %% ../nbs/08_stats.ipynb #82036246
+def exact_sign_flip_p(a, # model A's per-item scores (integer-valued: 0/1 correctness, counts)
+                      b) -> float: # model B's, same items in the same order
+    "Exact two-sided paired sign-flip p-value of mean(a − b): the share of all 2^m sign vectors as extreme."
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.ndim != 1 or len(d) == 0: raise ValueError('expected two non-empty 1-D vectors of one length')
+    if not np.allclose(d, np.round(d)): raise ValueError('the exact sign-flip p needs integer-valued differences')
+    d = np.abs(np.round(d)).astype(int)
+    total, observed = int(d.sum()), abs(int(np.round(np.asarray(a, float) - np.asarray(b, float)).sum()))
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0                      # index = signed sum + total; no shift ever wraps past the ends
+    for x in d[d != 0]: dist = 0.5 * (np.roll(dist, x) + np.roll(dist, -x))
+    return float(min(1.0, dist[np.abs(np.arange(-total, total + 1)) >= observed].sum()))
+
 
 # %% ../nbs/08_stats.ipynb #6878def5
 def accuracy_table(results: pd.DataFrame, # one row per item x setting (a task's results)
