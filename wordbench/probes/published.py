@@ -25,7 +25,7 @@ RULES = {'paper': "the authors' labels and list offsets, with the per-run except
                   "reproduces the published tables",
          'code': "the released evaluation script as it is: the authors' labels, offset 1 for RoBERTa/GPT-2 lists",
          'clean': "real words only: empty items dropped, the clean target (last word), top-k = the first k words left; "
-                  "each repeated pair (NEG-136 has each twice) counted once"}
+                  "each repeated pair counted once (NEG-136 holds each pair twice, ROLE-1500 repeats 6)"}
 
 # %% ../../nbs/32_probes_published.ipynb #4380663b
 METRICS = ('top1', 'top5', 'top10', 'top20', 'sensitivity')  # sensitivity: NEG only, share of pairs whose top-1 changes
