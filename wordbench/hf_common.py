@@ -10,7 +10,8 @@ from .lm import TopK, TopKRequest
 
 # %% auto #0
 __all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'transformers_identity', 'weights_hash', 'pad', 'chunks', 'topk_from_logprobs']
+           'group_by_prefix', 'transformers_identity', 'weights_hash', 'pad', 'chunks', 'word_initial_ids',
+           'marks_word_start', 'topk_from_logprobs']
 
 # %% ../nbs/03c0_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -123,12 +124,30 @@ def _target_rank(logprobs, target: str, ids: list[int]) -> tuple:
     lp = float(logprobs[ids[0]])
     return (target, int((logprobs > lp).sum()) + 1, lp, len(ids))
 
+# %% ../nbs/03c0_hf_common.ipynb #06365d58
+def word_initial_ids(tokenizer, word: str) -> list[int]:
+    "Token ids of `word` as written after a space inside a sentence (byte-level BPE: `Ġword`, not `word`)."
+    lead = tokenizer.encode('a', add_special_tokens=False)
+    ids = tokenizer.encode('a ' + word, add_special_tokens=False)
+    if ids[:len(lead)] != lead: raise ValueError(f'{word!r}: the tokenizer merges it with the word before it')
+    return ids[len(lead):]
+
+
+# %% ../nbs/03c0_hf_common.ipynb #a4271bfb
+def marks_word_start(tokenizer) -> bool:
+    "Whether a word after a space takes other tokens than the bare word (byte-level BPE, e.g. RoBERTa's)."
+    return word_initial_ids(tokenizer, 'word') != tokenizer.encode('word', add_special_tokens=False)
+
+
 # %% ../nbs/03c0_hf_common.ipynb #cdffb791
 def topk_from_logprobs(logprobs, # float `[vocab]`: one position's log-probabilities
                        tokenizer, request: TopKRequest,
-                       target_prefix: str='') -> TopK: # put before each target word when it is encoded
+                       target_prefix: str='', # put before each target word when it is encoded
+                       word_initial: bool=False) -> TopK: # encode each target as `word_initial_ids` does
     "The request's `TopK`: the `k` most likely tokens (decoded, stripped) and each target's first-token rank."
     v, t = logprobs.topk(request.k)
     words = tuple((tokenizer.decode([int(j)]).strip(), float(x)) for x, j in zip(v, t))
-    ids = lambda w: tokenizer.encode(target_prefix + w, add_special_tokens=False)
+    plain = lambda w: tokenizer.encode(target_prefix + w, add_special_tokens=False)
+    ids = (lambda w: word_initial_ids(tokenizer, w)) if word_initial else plain
     return TopK(words, tuple(_target_rank(logprobs, w, ids(w)) for w in request.targets))
+

@@ -6,10 +6,12 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest, TopK
-from .hf_common import transformers_identity, move_trailing_space, pad, chunks, topk_from_logprobs
+from .hf_common import (transformers_identity, move_trailing_space, pad, chunks, topk_from_logprobs,
+                                 marks_word_start)
+
 
 # %% auto #0
-__all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM']
+__all__ = ['MASK_PLACEHOLDER', 'fill_mask_placeholder', 'HFMaskedLM', 'scored_span']
 
 # %% ../nbs/03d_lm_mlm.ipynb #0cff9085
 MASK_PLACEHOLDER = '[MASK]'
@@ -37,8 +39,8 @@ class HFMaskedLM(LM):
         self.dtype = str(next(model.parameters()).dtype).replace('torch.', '')
 
     def identity(self) -> str:
-        "`hf-mlm:<model identity>:<dtype>`."
-        return transformers_identity(self)
+        "`hf-mlm:<model identity>:<dtype>`, `:word-initial` added where targets' first tokens mark a word start."
+        return transformers_identity(self) + (':word-initial' if marks_word_start(self.tokenizer) else '')
 
 # %% ../nbs/03d_lm_mlm.ipynb #4660fe2c
 @patch
@@ -62,9 +64,18 @@ def topk(self: HFMaskedLM, requests, progress: bool|None=None):
     tok = self.tokenizer
     seqs = [tok.encode(fill_mask_placeholder(r.context, tok.mask_token)) for r in requests]
     with torch.inference_mode(): lp = self._mask_logprobs(seqs, [s.index(tok.mask_token_id) for s in seqs])
-    out = [topk_from_logprobs(row, tok, r) for row, r in zip(lp, requests)]
+    out = [topk_from_logprobs(row, tok, r, word_initial=True) for row, r in zip(lp, requests)]
     self.counters['topk'] += len(requests)
     return out
+
+# %% ../nbs/03d_lm_mlm.ipynb #059a733c
+def scored_span(context: str, # text before the continuation, or a text holding `[MASK]` once
+                continuation: str) -> tuple[str, int, int]:
+    "`(sentence, start, end)`: the continuation put after the context or at its `[MASK]`, and its character span."
+    parts = fill_mask_placeholder(context, '\0').split('\0') if MASK_PLACEHOLDER in context else [context, '']
+    left, cont = move_trailing_space(parts[0], continuation)
+    return left + cont + parts[1], len(left), len(left) + len(cont)
+
 
 # %% ../nbs/03d_lm_mlm.ipynb #5b267a5b
 @patch
@@ -73,10 +84,10 @@ def loglikelihood(self: HFMaskedLM, requests, progress: bool|None=None):
     import torch
     tok, seqs, pos, owner = self.tokenizer, [], [], []
     for n, r in enumerate(requests):
-        ctx, cont = move_trailing_space(r.context, r.continuation)
-        enc = tok(ctx + cont, return_offsets_mapping=True, return_special_tokens_mask=True)
+        text, start, end = scored_span(r.context, r.continuation)
+        enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
         js = [j for j, ((s, e), sp) in enumerate(zip(enc['offset_mapping'], enc['special_tokens_mask']))
-              if not sp and e > len(ctx)]
+              if not sp and e > start and s < end]
         if not js: raise ValueError(f'no continuation tokens in {r!r:.120}')
         for j in js:
             seqs.append(enc['input_ids'][:j] + [tok.mask_token_id] + enc['input_ids'][j + 1:])

@@ -6,7 +6,8 @@
 from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend, TopK
-from .hf_common import transformers_identity, pad, chunks, topk_from_logprobs
+from .hf_common import (transformers_identity, pad, chunks, topk_from_logprobs, word_initial_ids,
+                                 marks_word_start)
 from .lm_mlm import fill_mask_placeholder
 
 # %% auto #0
@@ -37,8 +38,8 @@ class HFSeq2SeqLM(LM):
         self.start_id = model.config.decoder_start_token_id
 
     def identity(self) -> str:
-        "`hf-t5:<model identity>:<dtype>`."
-        return transformers_identity(self)
+        "`hf-t5:<model identity>:<dtype>`, `:word-initial` added where targets' first tokens mark a word start."
+        return transformers_identity(self) + (':word-initial' if marks_word_start(self.tokenizer) else '')
 
 # %% ../nbs/03f_lm_t5.ipynb #3e328c97
 @patch
@@ -64,7 +65,8 @@ def topk(self: HFSeq2SeqLM, requests, progress: bool|None=None):
     tok = self.tokenizer
     enc = [tok.encode(fill_mask_placeholder(r.context, self.sentinel)) for r in requests]
     with torch.inference_mode(): lps = self._decoder_logprobs(enc, [[self.start_id, self.sentinel_id]] * len(enc))
-    out = [topk_from_logprobs(lp[1], tok, r) for lp, r in zip(lps, requests)]   # the token after the sentinel
+    # the token after the sentinel
+    out = [topk_from_logprobs(lp[1], tok, r, word_initial=True) for lp, r in zip(lps, requests)]
     self.counters['topk'] += len(requests)
     return out
 
@@ -75,7 +77,7 @@ def loglikelihood(self: HFSeq2SeqLM, requests, progress: bool|None=None):
     import torch
     tok = self.tokenizer
     enc = [tok.encode(fill_mask_placeholder(r.context, self.sentinel)) for r in requests]
-    conts = [tok.encode(r.continuation.strip(), add_special_tokens=False) for r in requests]
+    conts = [word_initial_ids(tok, r.continuation.strip()) if r.continuation.strip() else [] for r in requests]
     for r, c in zip(requests, conts):
         if not c: raise ValueError(f'no continuation tokens in {r!r:.120}')
     with torch.inference_mode():

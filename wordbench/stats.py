@@ -10,9 +10,37 @@ import pandas as pd
 from .core import stable_hash
 
 # %% auto #0
-__all__ = ['accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std', 'paired_table', 'mcnemar_exact_p',
-           'mcnemar_power', 'power_curve', 'minimum_detectable_effect', 'paired_permutation_test', 'compare_correct',
-           'compare_models', 'wilson_ci']
+__all__ = ['wilson_ci', 'exact_sign_flip_p', 'accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std',
+           'paired_table', 'mcnemar_exact_p', 'mcnemar_power', 'power_curve', 'minimum_detectable_effect',
+           'paired_permutation_test', 'compare_correct', 'compare_models']
+
+# %% ../nbs/08_stats.ipynb #ca2a9372
+def wilson_ci(count, # successes (a number or an array; may be fractional)
+              n, # trials (same shape); where 0, the interval is NaN
+              alpha: float=0.05) -> tuple: # 1 - the coverage
+    "The Wilson score interval `(lo, hi)` of `count / n`, as proportions."
+    from scipy.stats import norm
+    count, n, z = np.asarray(count, dtype=float), np.asarray(n, dtype=float), float(norm.ppf(1 - alpha / 2))
+    with np.errstate(invalid='ignore', divide='ignore'):
+        p, q = count / n, z * z / n
+        mid, half = (p + q / 2) / (1 + q), z * np.sqrt(p * (1 - p) / n + q / (4 * n)) / (1 + q)
+    return np.clip(np.minimum(mid - half, p), 0, 1), np.clip(np.maximum(mid + half, p), 0, 1)   # p stays inside
+
+
+# %% ../nbs/08_stats.ipynb #82036246
+def exact_sign_flip_p(a, # model A's per-item scores (integer-valued: 0/1 correctness, counts)
+                      b) -> float: # model B's, same items in the same order
+    "Exact two-sided paired sign-flip p-value of mean(a − b): the share of all 2^m sign vectors as extreme."
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.ndim != 1 or len(d) == 0: raise ValueError('expected two non-empty 1-D vectors of one length')
+    if not np.allclose(d, np.round(d)): raise ValueError('the exact sign-flip p needs integer-valued differences')
+    d = np.abs(np.round(d)).astype(int)
+    total, observed = int(d.sum()), abs(int(np.round(np.asarray(a, float) - np.asarray(b, float)).sum()))
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0                      # index = signed sum + total; no shift ever wraps past the ends
+    for x in d[d != 0]: dist = 0.5 * (np.roll(dist, x) + np.roll(dist, -x))
+    return float(min(1.0, dist[np.abs(np.arange(-total, total + 1)) >= observed].sum()))
+
 
 # %% ../nbs/08_stats.ipynb #6878def5
 def accuracy_table(results: pd.DataFrame, # one row per item x setting (a task's results)
@@ -199,16 +227,3 @@ def compare_models(results: pd.DataFrame, # a task's results: `model`, `correct`
     ok = ~(both.failed_a.astype(bool) | both.failed_b.astype(bool))
     out = compare_correct(both.correct_a[ok].astype(int), both.correct_b[ok].astype(int), **kwargs)
     return dict(model_a=model_a, model_b=model_b, **out, n_failed=int((~ok).sum()))
-
-# %% ../nbs/08_stats.ipynb #4d417ff6
-def wilson_ci(correct, # successes (may be fractional: per-item accuracies summed)
-              n, # independent trials (items)
-              alpha: float=0.05 # 1 - the coverage
-             ) -> tuple[float, float]:
-    "The Wilson score interval `(lo, hi)` of the proportion `correct / n`, as proportions; NaNs when n is 0."
-    from scipy.stats import norm
-    if n <= 0: return (float('nan'), float('nan'))
-    z, p = float(norm.ppf(1 - alpha / 2)), correct / n
-    centre, half = p + z * z / (2 * n), z * np.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n))
-    lo, hi = (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
-    return (float(max(0.0, min(lo, p))), float(min(1.0, max(hi, p))))   # rounding never leaves p outside

@@ -12,7 +12,7 @@ from ..data import read_text_lines
 from .sources import PROBE_DATASETS, load_probe
 
 # %% auto #0
-__all__ = ['authors_label', 'probe_items', 'target_counts', 'frequency_baseline']
+__all__ = ['authors_label', 'probe_items', 'target_counts', 'frequency_baseline', 'dataset_overlap']
 
 # %% ../../nbs/31_probes_items.ipynb #03d3f9a2
 def authors_label(line: str # one raw line of a probe file (with or without its line end)
@@ -51,3 +51,17 @@ def frequency_baseline(items: pd.DataFrame, # `probe_items` rows (or a subset)
     scored = items[items.scored]
     order = [t for t, _ in Counter(scored[label]).most_common()]
     return {k: 100 * float(scored[label].isin(order[:k]).mean()) for k in ks}
+
+# %% ../../nbs/31_probes_items.ipynb #96fbfebf
+def _norm(s: str) -> str: return ' '.join(s.lower().rstrip('. ').split())
+
+def dataset_overlap(a: pd.DataFrame, # `probe_items` of one dataset (or any rows with `sentence`, `pair`, `line`)
+                    b: pd.DataFrame|Sequence[str] # the other dataset's items, or bare sentences
+                   ) -> dict:
+    "Sentences and pairs of `a` also in `b`: counts, distinct counts, and the lines of `a` that recur."
+    other = {_norm(s) for s in (b.sentence if isinstance(b, pd.DataFrame) else b)}
+    hit = a.sentence.map(_norm).isin(other)
+    pairs = hit.groupby(a.pair).all()
+    return dict(sentences=len(a), shared=int(hit.sum()), shared_distinct=int(a.sentence[hit].map(_norm).nunique()),
+                pairs=int(a.pair.nunique()), shared_pairs=int(pairs.sum()), lines=a.line[hit].tolist())
+

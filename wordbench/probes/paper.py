@@ -4,6 +4,7 @@
 
 # %% ../../nbs/33_probes_paper.ipynb #e2d289a8
 from __future__ import annotations
+import re
 import numpy as np
 import pandas as pd
 from .published import PUBLISHED_MODELS
@@ -11,7 +12,7 @@ from .published import PUBLISHED_MODELS
 # %% auto #0
 __all__ = ['TABLE2_COLUMNS', 'PAPER_TABLE2', 'PAPER_TABLE1', 'PAPER_TOPK', 'PAPER_GROUPS', 'PAPER_FIGURES', 'KNOWN_CAUSES',
            'ROUNDING_NOTES', 'group_changes', 'paper_table2', 'paper_cells', 'cell_status', 'known_cause',
-           'compare_with_paper']
+           'quoted_numbers', 'compare_with_paper']
 
 # %% ../../nbs/33_probes_paper.ipynb #83b77123
 TABLE2_COLUMNS = [('ROLE-88', 'top5'), ('NEG-136-SIMP', 'top5'), ('NEG-136-SIMP', 'sensitivity'), ('ROLE-1500', 'top5'),
@@ -206,25 +207,40 @@ ROUNDING_NOTES = {  # (dataset, family) -> a note on cells within rounding
     ('ROLE-1500', 'roberta'): "top-1 printed 0: the one hit is line 726, whose authors' label '' matches L[0]",
     ('ROLE-1500', 'gpt2'): "top-1 printed 0: the one hit is line 726, whose authors' label '' matches L[0]"}
 
+# %% ../../nbs/33_probes_paper.ipynb #26490c10
+def quoted_numbers(cause: str) -> list[tuple]:
+    "The recomputed numbers a cause quotes: `(value, None)` for two-decimal values, `(k, n)` for counts `k/n`."
+    values = [(float(v), None) for v in re.findall(r'(?<![\d.])(\d+\.\d\d)(?![\d])', cause)]
+    return values + [(int(k), int(n)) for k, n in re.findall(r'(?<![\d.])(\d+)/(\d+)(?![\d])', cause)]
+
+
 # %% ../../nbs/33_probes_paper.ipynb #c713a79e
+def _quotes_fit(cause: str, cells: pd.DataFrame) -> bool:   # cells: recomputed value, count, n of one dataset/row
+    fits = lambda v, n: (((cells.value - v).abs() < 0.005).any() if n is None else
+                         ((cells['count'] == v) & (cells.n == n)).any())
+    return all(fits(v, n) for v, n in quoted_numbers(cause))
+
 def compare_with_paper(scores: pd.DataFrame, # `published_scores(...)` rows (only rule 'paper' is used)
                        cells: pd.DataFrame|None=None # `paper_cells()` (default) or a subset
                       ) -> pd.DataFrame:
-    "Paper cell by cell: table, dataset, row, metric, paper, ours, diff, status, cause."
+    "Paper cell by cell: table, dataset, row, metric, paper, ours, diff, n, check, status, cause, cause_checked."
     cells = paper_cells() if cells is None else cells
     ours = scores[scores.rule == 'paper'].drop_duplicates(['dataset', 'row', 'metric'])
     df = cells.merge(ours[['dataset', 'row', 'metric', 'model', 'value', 'n', 'note']], how='left',
                      on=['dataset', 'row', 'metric'])
     family = df.row.map({m.row: m.family for m in PUBLISHED_MODELS.values()})
-    status, cause = [], []
+    by_row = dict(list(ours.groupby(['dataset', 'row'])))
+    check, status, cause, checked = [], [], [], []
     for r, fam in zip(df.itertuples(), family):
         s, known = cell_status(r.value, r.paper), known_cause(r.dataset, r.row, r.metric)
-        if s in ('exact', 'rounding'):
-            status.append('stale' if known else s)
-            note = ROUNDING_NOTES.get((r.dataset, fam), 'the paper truncates or rounds up')
-            cause.append('' if s == 'exact' else note)
-        else:
-            status.append(known[0] if known else 'unexplained')
-            cause.append(known[1] if known else (r.note if isinstance(r.note, str) else ''))
-    return df.rename(columns={'value': 'ours'}).assign(diff=lambda d: d.ours - d.paper, status=status, cause=cause)[
-        ['table', 'dataset', 'row', 'model', 'metric', 'paper', 'ours', 'diff', 'n', 'status', 'cause']]
+        text = (ROUNDING_NOTES.get((r.dataset, fam), 'the paper truncates or rounds up') if s == 'rounding' else ''
+                ) if s in ('exact', 'rounding') else (known[1] if known else (r.note if isinstance(r.note, str) else ''))
+        ok = _quotes_fit(text, by_row.get((r.dataset, r.row), ours.iloc[:0]))
+        if s in ('exact', 'rounding'): st = 'stale' if known else s
+        else: st = known[0] if known and ok and (known[0] != 'typo' or s == 'mismatch') else 'unexplained'
+        check.append(s), status.append(st), cause.append(text), checked.append(ok)
+    return df.rename(columns={'value': 'ours'}).assign(diff=lambda d: d.ours - d.paper, check=check, status=status,
+                                                       cause=cause, cause_checked=checked)[
+        ['table', 'dataset', 'row', 'model', 'metric', 'paper', 'ours', 'diff', 'n', 'check', 'status', 'cause',
+         'cause_checked']]
+

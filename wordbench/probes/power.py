@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from ..stats import compare_correct, power_curve, paired_table
+from ..stats import compare_correct, power_curve, paired_table, exact_sign_flip_p
 from .published import PUBLISHED_MODELS, published_hits
+from .items import probe_items
 
 # %% auto #0
 __all__ = ['POWER_PAIRS', 'pair_correctness', 'power_table', 'power_curves']
@@ -20,7 +21,8 @@ POWER_PAIRS = [  # the model pairs behind the paper's §5 numbers: dataset, mode
     dict(dataset='ROLE-88', model_a='roberta-large', model_b='albert-xxlarge-v1', why='top two of Table 2 (55.7, 53.4)',
          paper_power=0.26, paper_p=None, paper_mde=None),
     dict(dataset='ROLE-1500', model_a='albert-xxlarge-v2', model_b='roberta-large',
-         why='best model vs the best model of the original set', paper_power=0.72, paper_p=0.01, paper_mde=0.03),
+         why="ROLE-1500's best vs ROLE-88's best (1st vs 3rd here): the pair the 0.72 reproduces with",
+         paper_power=0.72, paper_p=0.01, paper_mde=0.03),
     dict(dataset='NEG-1500-SIMP-TEMP', model_a='gpt3', model_b='bert-large-uncased', why='top two',
          paper_power=0.04, paper_p=None, paper_mde=None),
     dict(dataset='NEG-1500-SIMP-TEMP', model_a='gpt3', model_b='gpt2-xl', why='top one vs top three',
@@ -28,15 +30,24 @@ POWER_PAIRS = [  # the model pairs behind the paper's §5 numbers: dataset, mode
     dict(dataset='NEG-1500-SIMP-GEN', model_a='gpt3', model_b='bert-base-uncased',
          why='top two with predictions (T5 xl has none)', paper_power=1.00, paper_p=0.0002, paper_mde=0.15),
     dict(dataset='NEG-1500-SIMP-GEN', model_a='gpt3', model_b='gpt3-prompt',
-         why='GPT-3 with and without the instruction', paper_power=None, paper_p=None, paper_mde=None)]
+         why='GPT-3 with and without the instruction', paper_power=None, paper_p=None, paper_mde=None),
+    dict(dataset='ROLE-1500', model_a='albert-xxlarge-v2', model_b='albert-xxlarge-v1',
+         why='literal top two of Table 2 (29.0, 28.5): not the pair behind the 0.72', paper_power=0.72, paper_p=0.01,
+         paper_mde=0.03),
+    dict(dataset='NEG-136-SIMP', model_a='bert-large-uncased', model_b='roberta-base', distinct=True,
+         why="the authors' notebook's pair, each repeated pair counted once", paper_power=None, paper_p=None,
+         paper_mde=None)]
 
 # %% ../../nbs/34_probes_power.ipynb #e9493f5b
 def pair_correctness(dataset: str, # a key of `PROBE_DATASETS`
                      model: str, # a key of `PUBLISHED_MODELS`
-                     metric: str='top5', rule: str='paper') -> np.ndarray:
+                     metric: str='top5', rule: str='paper',
+                     distinct: bool=False) -> np.ndarray: # drop repeated pairs (NEG-136's second copies)
     "Per scored item, 0/1 correctness of a published model (the unit of the power analysis)."
     h = published_hits(dataset, model, rule)
-    return h[h.scored][metric].astype(int).to_numpy()
+    keep = h.scored & ~h.id.map(probe_items(dataset).set_index('id').repeat) if distinct else h.scored
+    return h[keep][metric].astype(int).to_numpy()
+
 
 # %% ../../nbs/34_probes_power.ipynb #b187f5cd
 def _status(ours, paper, tol) -> str:
@@ -50,12 +61,14 @@ def power_table(pairs: Sequence[dict]=POWER_PAIRS, # as `POWER_PAIRS`
     rows = []
     for p in pairs:
         base = dict(p, row_a=PUBLISHED_MODELS[p['model_a']].row, row_b=PUBLISHED_MODELS[p['model_b']].row)
-        try: a, b = pair_correctness(p['dataset'], p['model_a']), pair_correctness(p['dataset'], p['model_b'])
+        try: a, b = (pair_correctness(p['dataset'], m, distinct=p.get('distinct', False))
+                     for m in (p['model_a'], p['model_b']))
         except (KeyError, FileNotFoundError, ValueError) as e:
             rows.append(dict(base, note=f'not computable: no per-item predictions ({type(e).__name__})'))
             continue
-        rows.append(dict(base, **compare_correct(a, b, alpha, r, seed), note=''))
-    df = pd.DataFrame(rows)
+        rows.append(dict(base, **compare_correct(a, b, alpha, r, seed), exact_p=exact_sign_flip_p(a, b),
+                         p_floor=1 / (r + 1), note=''))
+    df = pd.DataFrame(rows).assign(distinct=[bool(p.get('distinct', False)) for p in pairs])
     return df.assign(power_status=[_status(o, q, 0.02) for o, q in zip(df.get('power'), df.paper_power)],
                      p_status=[_status(o, q, 0.01 if q and q > 0.001 else 0.0002)
                                for o, q in zip(df.get('permutation_p'), df.paper_p)],

@@ -13,6 +13,7 @@ import pandas as pd
 from ..core import DataError
 from .sources import PROBE_DATASETS, load_probe_predictions, probe_prediction_models
 from .items import probe_items
+from ..stats import wilson_ci
 
 # %% auto #0
 __all__ = ['RULES', 'METRICS', 'PUBLISHED_MODELS', 'GPT3_RUNS', 'LIST_OFFSET', 'PAPER_EXCEPTIONS', 'KNOWN_BROKEN',
@@ -23,7 +24,8 @@ __all__ = ['RULES', 'METRICS', 'PUBLISHED_MODELS', 'GPT3_RUNS', 'LIST_OFFSET', '
 RULES = {'paper': "the authors' labels and list offsets, with the per-run exceptions of `PAPER_EXCEPTIONS`: "
                   "reproduces the published tables",
          'code': "the released evaluation script as it is: the authors' labels, offset 1 for RoBERTa/GPT-2 lists",
-         'clean': "real words only: empty items dropped, the clean target (last word), top-k = the first k words left"}
+         'clean': "real words only: empty items dropped, the clean target (last word), top-k = the first k words left; "
+                  "each repeated pair counted once (NEG-136 holds each pair twice, ROLE-1500 repeats 6)"}
 
 # %% ../../nbs/32_probes_published.ipynb #4380663b
 METRICS = ('top1', 'top5', 'top10', 'top20', 'sensitivity')  # sensitivity: NEG only, share of pairs whose top-1 changes
@@ -99,15 +101,17 @@ def item_hits(predictions: Sequence[Sequence[str]], # one word list per item, in
         rows.append((words[o] if len(words) > o else None, len(words) > a and words[a] == label, label in words[:5 + a],
                      label in words[:10], label in (words[:20] if clean else words)))
     hits = pd.DataFrame(rows, columns=['first', 'top1', 'top5', 'top10', 'top20'], index=items.index)
-    base = items[['id', 'line', 'pair', 'position', 'scored']].assign(label=labels)
+    base = items[[c for c in ('id', 'line', 'pair', 'position', 'scored', 'repeat') if c in items]].assign(label=labels)
     return pd.concat([base, hits], axis=1)
 
 # %% ../../nbs/32_probes_published.ipynb #52989185
 def hit_metrics(hits: pd.DataFrame, # `item_hits` output
                 sensitivity: bool=False, # also the negation sensitivity (NEG sets: pairs are position 0 and 1)
-                ks: Sequence[int]=(1, 5, 10, 20) # the top-k accuracies to report
+                ks: Sequence[int]=(1, 5, 10, 20), # the top-k accuracies to report
+                distinct: bool=False # count each repeated pair once (drop rows flagged `repeat`)
                ) -> pd.DataFrame:
-    "metric, value (%), n, count: top-k accuracy over the scored items and, optionally, the sensitivity over pairs."
+    "metric, value (%), n, count, lo, hi (95% Wilson, %): top-k accuracy over the scored items, and sensitivity."
+    if distinct and 'repeat' in hits: hits = hits[~hits.repeat.astype(bool)]
     scored = hits[hits.scored]
     rows = [(f'top{k}', 100 * scored[f'top{k}'].mean() if len(scored) else np.nan, len(scored),
              int(scored[f'top{k}'].sum())) for k in ks]
@@ -116,7 +120,9 @@ def hit_metrics(hits: pd.DataFrame, # `item_hits` output
         firsts = whole.pivot(index='pair', columns='position', values='first')   # None (no word) == None: no flip
         flips = int((firsts[0].fillna('\0') != firsts[1].fillna('\0')).sum())
         rows.append(('sensitivity', 100 * flips / len(firsts) if len(firsts) else np.nan, len(firsts), flips))
-    return pd.DataFrame(rows, columns=['metric', 'value', 'n', 'count'])
+    df = pd.DataFrame(rows, columns=['metric', 'value', 'n', 'count'])
+    lo, hi = wilson_ci(df['count'], df.n)
+    return df.assign(lo=100 * lo, hi=100 * hi)
 
 # %% ../../nbs/32_probes_published.ipynb #7a85c48c
 @functools.lru_cache(maxsize=None)
@@ -163,7 +169,7 @@ def published_scores(datasets: Sequence[str]|None=None, # default: all five
                      rules: Sequence[str]=tuple(RULES), # rules to score under
                      models: Sequence[str]|None=None # keys of `PUBLISHED_MODELS` (default: all with files)
                     ) -> pd.DataFrame:
-    "Every published model × dataset × rule × metric: value (%), n and count, or the reason it has none (`note`)."
+    "Every published model × dataset × rule × metric: value (%), n, count, 95% CI, or why it has none (`note`)."
     rows = []
     for d in datasets or PROBE_DATASETS:
         have = set(probe_prediction_models(d))
@@ -175,13 +181,15 @@ def published_scores(datasets: Sequence[str]|None=None, # default: all five
             for rule in rules:
                 stem = lambda x: _gpt3_file(d, model, x) if m.family == 'gpt3' else model
                 base = dict(dataset=d, row=m.row, family=m.family, rule=rule)
-                try: got = hit_metrics(published_hits(d, model, rule), d.startswith('NEG')).set_index('metric')
+                try: got = hit_metrics(published_hits(d, model, rule), d.startswith('NEG'),
+                                       distinct=rule == 'clean').set_index('metric')
                 except DataError as e:
                     note = '; '.join(filter(None, [str(e), KNOWN_BROKEN.get((d, model))]))
-                    rows += [dict(base, model=stem(x), metric=x, value=np.nan, n=0, count=0, note=note)
+                    rows += [dict(base, model=stem(x), metric=x, value=np.nan, n=0, count=0, lo=np.nan, hi=np.nan,
+                                  note=note)
                              for x in metrics]
                     continue
                 rows += [dict(base, model=stem(x), metric=x, value=got.value[x], n=int(got.n[x]),
-                              count=int(got['count'][x]), note='') for x in metrics]
-    cols = ['dataset', 'model', 'row', 'family', 'rule', 'metric', 'value', 'n', 'count', 'note']
+                              count=int(got['count'][x]), lo=got.lo[x], hi=got.hi[x], note='') for x in metrics]
+    cols = ['dataset', 'model', 'row', 'family', 'rule', 'metric', 'value', 'n', 'count', 'lo', 'hi', 'note']
     return pd.DataFrame(rows, columns=cols)

@@ -17,6 +17,7 @@ from ..tasks import Option, Task, register_task
 from .sources import PROBE_DATASETS
 from .items import probe_items
 from .published import RULES, item_hits, hit_metrics
+from ..stats import wilson_ci
 
 # %% auto #0
 __all__ = ['CLOZE_FORMATS', 'CLOZE_SCHEMA', 'CLOZE', 'CLOZE_RULES', 'ClozeFormat', 'cloze_requests', 'ClozeTask', 'cloze_row',
@@ -35,8 +36,8 @@ class ClozeFormat:
 # %% ../../nbs/35_probes_task.ipynb #47c4f2a7
 CLOZE_FORMATS = {  # strategy -> format (see the table above)
     'causal': ClozeFormat('{context}', '{context}', ' {target}', 'sum', 'hf'),
-    'mask': ClozeFormat('{context} [MASK].', '{context} ', '{target}', 'pll', 'hf-mlm'),
-    'mask-space': ClozeFormat('{context} [MASK] .', '{context} ', '{target}', 'pll', 'hf-mlm'),
+    'mask': ClozeFormat('{context} [MASK].', '{context} [MASK].', '{target}', 'pll', 'hf-mlm'),
+    'mask-space': ClozeFormat('{context} [MASK] .', '{context} [MASK] .', '{target}', 'pll', 'hf-mlm'),
     'sentinel': ClozeFormat('{context} [MASK].', '{context} [MASK].', '{target}', 'span', 'hf-t5')}
 
 # %% ../../nbs/35_probes_task.ipynb #ce441bf3
@@ -133,24 +134,27 @@ CLOZE_RULES = (*RULES, 'rank', 'whole-word')  # the published rules, plus two vi
 def _rank_hits(rows: pd.DataFrame, ks=(1, 5, 10, 20)) -> pd.DataFrame:
     one = rows.target_tokens.astype('Int64') == 1
     hits = {f'top{k}': (one & (rows.target_rank.astype('Int64') <= k)).fillna(False).astype(bool) for k in ks}
-    return rows[['id', 'line', 'pair', 'position', 'scored']].assign(first=None, **hits)
+    return rows[['id', 'line', 'pair', 'position', 'scored', 'repeat']].assign(first=None, **hits)
 
 def cloze_scores(results: pd.DataFrame, # `probes-cloze` rows (any models, strategies, datasets)
                  rules: Sequence[str]=CLOZE_RULES # rules to score under
                 ) -> pd.DataFrame:
-    "model, strategy, dataset, rule, metric, value (%), n, count, n_failed: our rows scored as the published files."
+    "model, strategy, dataset, rule, metric, value (%), n, count, 95% CI, n_failed: scored as the published files."
     out = []
     for (model, strategy, dataset), g in results.groupby(['model', 'strategy', 'dataset'], sort=False):
         ok = g[~g.failed].rename(columns={'label': 'target'})
+        ok = ok.assign(repeat=ok.id.map(probe_items(dataset).set_index('id').repeat).fillna(False).astype(bool))
         neg = dataset.startswith('NEG')
         for rule in rules:
             if rule == 'whole-word':
-                s = ok[ok.scored & ok.word_greedy.notna()]
+                s = ok[ok.scored & ok.word_greedy.notna() & ~ok.repeat]
                 m = pd.DataFrame([('top1', 100 * s.word_greedy.astype(float).mean() if len(s) else np.nan, len(s),
                                    int(s.word_greedy.sum()))], columns=['metric', 'value', 'n', 'count'])
-            elif rule == 'rank': m = hit_metrics(_rank_hits(ok))
-            else: m = hit_metrics(item_hits([json.loads(w) for w in ok.words], ok, rule), sensitivity=neg)
+                m = m.assign(lo=100 * wilson_ci(m['count'], m.n)[0], hi=100 * wilson_ci(m['count'], m.n)[1])
+            elif rule == 'rank': m = hit_metrics(_rank_hits(ok), distinct=True)
+            else: m = hit_metrics(item_hits([json.loads(w) for w in ok.words], ok, rule), sensitivity=neg,
+                                  distinct=rule == 'clean')
             out.append(m.assign(model=model, strategy=strategy, dataset=dataset, rule=rule,
                                 n_failed=int(g.failed.sum())))
-    cols = ['model', 'strategy', 'dataset', 'rule', 'metric', 'value', 'n', 'count', 'n_failed']
+    cols = ['model', 'strategy', 'dataset', 'rule', 'metric', 'value', 'n', 'count', 'lo', 'hi', 'n_failed']
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
