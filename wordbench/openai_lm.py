@@ -16,8 +16,9 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
                           register_backend)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'retry_policy', 'OpenAILM', 'server_slots', 'LogprobAlignmentError',
-           'EchoToken', 'stop_process', 'popen_tied', 'wait_for_server', 'LlamaCppServer']
+__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'OpenAILM', 'server_slots',
+           'server_kind', 'LogprobAlignmentError', 'EchoToken', 'stop_process', 'popen_tied', 'wait_for_server',
+           'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -110,12 +111,23 @@ def _map(self: OpenAILM, fn, requests) -> list:
     with ThreadPoolExecutor(min(workers, len(requests))) as ex: return list(ex.map(fn, requests))
 
 # %% ../nbs/03b_openai.ipynb #ffb0fd61
+def _get_json(base_url: str, path: str) -> dict:
+    "`GET path` at the server's root (beside `/v1`) as JSON; {} when it has no such route or answers otherwise."
+    root = base_url[:-3] if base_url.endswith('/v1') else base_url
+    try: out = httpx.get(root + path, timeout=5).json()
+    except (httpx.HTTPError, ValueError): return {}
+    return out if isinstance(out, dict) else {}
+
 def server_slots(base_url: str) -> int|None:
     "Requests a server computes at once, as its `/props` reports them (llama.cpp's `total_slots`), or None."
-    root = base_url[:-3] if base_url.endswith('/v1') else base_url
-    try: n = httpx.get(root + '/props', timeout=5).json().get('total_slots')
-    except (httpx.HTTPError, ValueError, AttributeError): return None
+    n = _get_json(base_url, '/props').get('total_slots')
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+def server_kind(base_url: str) -> str|None:
+    "A server with known quirks, by its own description: 'llama-cpp-python' (OpenAPI title), 'llama.cpp' (/props)."
+    if 'llama.cpp Python' in str(_get_json(base_url, '/openapi.json').get('info', {}).get('title', '')):
+        return 'llama-cpp-python'
+    return 'llama.cpp' if 'default_generation_settings' in _get_json(base_url, '/props') else None
 
 @patch
 def _workers(self: OpenAILM) -> int:
@@ -260,6 +272,14 @@ def _require_alignment(self: OpenAILM):
         with self._lock: self._alignment = done
     if isinstance(done, Exception): raise done
 
+# %% ../nbs/03b_openai.ipynb #d83bf648
+# servers refused by name for log-likelihoods: what is wrong with their prompt log-probs
+KNOWN_QUIRKS = {'llama-cpp-python': 'its echoed prompt log-probs are shifted by one token (abetlen/llama-cpp-python#1983), '
+                                    'and computed so slowly that a long prompt takes minutes',
+                'llama.cpp': "llama-server returns no prompt log-probs (echo is not supported: ggml-org/llama.cpp#27174)"}
+LOGPROB_FIX = ('score with a server whose prompt log-probs are right (vLLM, SGLang) or a local backend (--backend hf), '
+               'or run only generative strategies on this endpoint')
+
 # %% ../nbs/03b_openai.ipynb #d67475ed
 @patch
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
@@ -357,6 +377,10 @@ def require(self: OpenAILM, kinds) -> None:
     ("Probe once what the endpoint serves for the request classes in `kinds`; "
      "`UserError` (before any request of a task) when it cannot serve them.")
     if LoglikelihoodRequest not in set(kinds) or 'prompt_logprobs' in self.capabilities: return
+    if 'server' not in self.capabilities: self.capabilities['server'] = server_kind(self.base_url)
+    if self.capabilities['server'] in KNOWN_QUIRKS:
+        raise LogprobAlignmentError(f"{self.identity()} is {self.capabilities['server']}: "
+                                    f"{KNOWN_QUIRKS[self.capabilities['server']]}", LOGPROB_FIX)
     self._require_alignment()   # LogprobAlignmentError (a UserError) names the server's quirk and the fix
     mode = self._probe_ids() if self.tokenizer_name else None
     if self.tokenizer_name and mode is None:
