@@ -21,6 +21,7 @@ def test_generate(lm):
     assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('eos', 'length') for o in out), out
     assert all(o.prompt_format == 'server-chat' and o.prompt_tokens > 0 and o.completion_tokens > 0 for o in out), out
     assert lm.failures == []
+    assert lm.supports_chat is True   # the server answers /chat/completions
 
 def test_generate_raw_prompt_and_stop(lm):
     "A raw prompt goes to /v1/completions; a stop string ends the text before it, like the hf backend."

@@ -16,9 +16,9 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
                           register_backend)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'OpenAILM', 'server_slots',
-           'server_kind', 'LogprobAlignmentError', 'EchoToken', 'stop_process', 'popen_tied', 'wait_for_server',
-           'LlamaCppServer']
+__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
+           'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'stop_process',
+           'popen_tied', 'wait_for_server', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -40,6 +40,17 @@ def retry_policy(max_retries: int=5, # retries after the first attempt (0: try o
                     wait=wait_exponential(multiplier=backoff, max=max_backoff),
                     stop=stop_after_attempt(max_retries + 1), reraise=True)
 
+# %% ../nbs/03b_openai.ipynb #ab3bde25
+def offline_tokenizer(model: str) -> str|None:
+    "`model` when its tokenizer is here without a download (a local short name, a folder, a cached HF id), else None."
+    from pathlib import Path
+    from wordbench.resources import LOCAL_MODELS
+    if model in LOCAL_MODELS or (Path(model).expanduser() / 'tokenizer_config.json').is_file(): return model
+    from huggingface_hub import try_to_load_from_cache
+    try: found = try_to_load_from_cache(model, 'tokenizer_config.json')
+    except ValueError: return None   # not a hub id (a GGUF path, say)
+    return model if isinstance(found, str) else None
+
 # %% ../nbs/03b_openai.ipynb #2d7ba89d
 _log = logging.getLogger(__name__)
 
@@ -52,7 +63,8 @@ class OpenAILM(LM):
                  max_concurrency: int=4, # requests in flight at once (capped by the slots the server reports)
                  timeout: float=10.0, # seconds to connect and send a request
                  read_timeout: float|None=None, # seconds to wait for an answer (None: as long as the server works)
-                 tokenizer: str|None=None, # the model's tokenizer (short name, HF id, folder): token-id prompts
+                 tokenizer: str|None=None, # the model's tokenizer (short name, HF id, folder): token-id prompts;
+                                           # None: `model`'s own when it loads offline; 'none': text prompts
                  batch_size: int=16, # prompts per scoring request (token-id prompts only)
                  max_retries: int=5, # retries per call on 429/5xx/timeouts/connection errors
                  backoff: float=1.0, # first retry wait in seconds, doubling
@@ -63,6 +75,7 @@ class OpenAILM(LM):
         limits = httpx.Timeout(read_timeout, connect=timeout, write=timeout, pool=None)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get('OPENAI_API_KEY') or 'sk-no-key',
                                     timeout=limits, max_retries=0)
+        tokenizer = offline_tokenizer(model) if tokenizer is None else (None if tokenizer == 'none' else tokenizer)
         self.tokenizer_name, self.batch_size, self._tok, self.capabilities = tokenizer, batch_size, None, {}
         # failures: every LMFailure returned
         self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
@@ -306,7 +319,7 @@ def _chat_probe(self: OpenAILM) -> bool:
         self.capabilities['chat'] = ok
     return self.capabilities['chat']
 
-OpenAILM.supports_chat = property(_chat_probe)
+OpenAILM.supports_chat = property(OpenAILM._chat_probe)
 
 # %% ../nbs/03b_openai.ipynb #3ba061e0
 @patch
@@ -314,7 +327,7 @@ def _tokenizer(self: OpenAILM):
     "The local tokenizer named by `tokenizer=` (loaded once, offline), or None."
     if self.tokenizer_name and self._tok is None:
         from transformers import AutoTokenizer
-        from .resources import model_path
+        from wordbench.resources import model_path
         try: self._tok = AutoTokenizer.from_pretrained(model_path(self.tokenizer_name))
         except (OSError, ValueError) as e:
             raise UserError(f'tokenizer {self.tokenizer_name!r} cannot be loaded: {str(e).splitlines()[0][:120]}',
