@@ -61,7 +61,7 @@ def files(tmp_path_factory):
 EVAL = ['eval', 'tiny-arith', '--model', 'm', '--backend', 'dummy', '--no-cache']
 SCORE = ['score', '--model', 'm', '--backend', 'dummy', '--output', '{d}/out.jsonl']
 OPENAI = ['score', '--model', 'm', '--backend', 'openai', '--backend-arg', 'max_retries=0',
-          '--backend-arg', 'timeout=1',
+          '--backend-arg', 'read_timeout=1',
           '--output', '{d}/out.jsonl', '--no-cache']
 
 CASES = {  # name: (arguments, text the one line must contain)

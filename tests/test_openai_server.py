@@ -21,6 +21,7 @@ def test_generate(lm):
     assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('eos', 'length') for o in out), out
     assert all(o.prompt_format == 'server-chat' and o.prompt_tokens > 0 and o.completion_tokens > 0 for o in out), out
     assert lm.failures == []
+    assert lm.supports_chat is True   # the server answers /chat/completions
 
 def test_generate_raw_prompt_and_stop(lm):
     "A raw prompt goes to /v1/completions; a stop string ends the text before it, like the hf backend."
@@ -32,7 +33,7 @@ def test_generate_raw_prompt_and_stop(lm):
     assert lm.failures == []
 
 def test_echo_logprobs_refused(lm):
-    "llama-cpp-python's echoed prompt log-probs are shifted by one token: the self-check must refuse them."
+    "llama-cpp-python's echoed prompt log-probs are shifted by one token: refused by name, before any completion."
     with pytest.raises(LogprobAlignmentError, match='1983'):
         lm.loglikelihood([LoglikelihoodRequest('The cat sat on the', ' mat')])
     assert lm.failures == []
@@ -44,3 +45,42 @@ def test_topk_from_the_generation_path(lm):
     assert len(top) == 5 and all(isinstance(w, str) and lp <= 0 for w, lp in top), top
     assert [lp for _, lp in top] == sorted((lp for _, lp in top), reverse=True)
     assert lm.failures == []
+
+
+def _eval_wscplus(url, model, strategy, out):
+    "`wordbench eval wscplus` on 3 items against the server: `(completed process, seconds)`."
+    import os, subprocess, sys, time
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'eval', 'wscplus', '--model', model, '--backend', 'openai',
+                        '--base-url', url, '--strategies', strategy, '--n', '3', '--out', str(out), '--no-cache'],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    return p, time.monotonic() - t0
+
+@pytest.fixture(scope='module')
+def gemma_server(llama_server, tmp_path_factory):
+    "`(base_url, model_id)` of the same server on the packaged Gemma 3 270M GGUF (where issue 20's run hung)."
+    from wordbench.resources import LOCAL_MODELS
+    from wordbench.openai_lm import LlamaCppServer
+    server = LlamaCppServer(LOCAL_MODELS['gemma3-270m'].gguf(), n_ctx=2048,
+                            log_path=tmp_path_factory.mktemp('gemma_server')/'server.log')
+    try: server.start()
+    except RuntimeError as e: pytest.fail(str(e), pytrace=False)
+    try: yield server.base_url, server.model
+    finally: server.stop()
+
+def test_cli_refuses_scored_protocol_up_front(gemma_server, tmp_path):
+    "A scored protocol on llama-cpp-python: one line naming the bug and the fix within seconds, not a 20-minute hang."
+    url, model = gemma_server
+    p, took = _eval_wscplus(url, model, 'zero-shot-scored', tmp_path)
+    errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
+    assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-3000:]
+    assert len(errors) == 1 and '1983' in errors[0] and 'vLLM' in errors[0], errors
+    assert took < 60, took
+    assert not list(tmp_path.glob('wscplus_*.csv.gz'))   # nothing scored, nothing written
+
+def test_cli_runs_chat_protocol(gemma_server, tmp_path):
+    "The chat protocol on the same server runs."
+    url, model = gemma_server
+    p, took = _eval_wscplus(url, model, 'zero-shot', tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert list(tmp_path.glob('wscplus_*.csv.gz')), p.stdout

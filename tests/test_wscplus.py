@@ -45,7 +45,7 @@ def test_generation_builder_counts_failures_and_keeps_good_objects(tmp_path):
     from wordbench.wscplus.generate import run_generation, generation_plan, known_statements
 
     class OneReply(LM):
-        tokenizer = type('Tok', (), {'chat_template': 'x'})()
+        supports_chat = True
         def identity(self): return 'one'
         def generate(self, requests, progress=None):
             good = json.dumps(dict(statement='Ann thanked Bea because she had helped.', pronoun='she',

@@ -81,6 +81,10 @@ class CachedLM(LM):
         self.backend, self._cons = lm.backend, {}
         self.last = {'computed': 0, 'cached': 0, 'failed': 0}
     def identity(self) -> str: return self.lm.identity()
+    # what systems ask the model: answered by the wrapped backend
+    supports_chat = property(lambda self: self.lm.supports_chat)
+    def count_tokens(self, text: str, context: str='') -> int: return self.lm.count_tokens(text, context)
+    def require(self, kinds) -> None: return self.lm.require(kinds)
     def __getattr__(self, name):  # only called for attributes the cache lacks: delegate to the wrapped backend
         if name.startswith('__') or name in ('lm', '_cons'): raise AttributeError(name)
         return getattr(self.lm, name)

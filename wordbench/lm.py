@@ -81,6 +81,7 @@ class LM:
     "Base class of all language-model backends."
     backend: str = 'base'
     recheck_margin: float = 0.0  # `score_choices` re-scores decisions closer than this (nats) with `exact()`
+    supports_chat: bool = False  # chat messages meet the model's own chat template (else: prefer raw prompts)
     def identity(self) -> str: raise NotImplementedError
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: bool|None=None) -> list:
         raise NotImplementedError(f'{self.backend}: no loglikelihood')
@@ -89,6 +90,11 @@ class LM:
     def generate(self, requests: Sequence[GenerateRequest], progress: bool|None=None) -> list:
         raise NotImplementedError(f'{self.backend}: no generate')
     def exact(self) -> LM|None: return self  # the same model without reduced precision (None: not available)
+    def count_tokens(self, text: str, context: str='') -> int:
+        "Tokens of `text` scored after `context`; this base version counts whitespace words (no tokenizer)."
+        return len(text.split())
+    def require(self, kinds) -> None:
+        "Raise `UserError` (before any request) when this model cannot serve a request class in `kinds`."
     @property
     def counters(self) -> Counter:
         "Work done so far, e.g. `requests`, `tokens_computed` (created on first use)."

@@ -230,6 +230,15 @@ def exact(self: HFCausalLM) -> HFCausalLM|None:
         self._exact = fp32
     return self._exact
 
+# %% ../nbs/03c3_lm_hf.ipynb #132fd90a
+@patch
+def count_tokens(self: HFCausalLM, text: str, context: str='') -> int:
+    "Tokens of `text` after `context`, split exactly as `loglikelihood` splits them (`encode_pair`)."
+    if not context: return len(self.tokenizer.encode(text, add_special_tokens=False))
+    return len(encode_pair(self.tokenizer, context, text)[1])
+
+HFCausalLM.supports_chat = property(lambda self: bool(getattr(self.tokenizer, 'chat_template', None)))
+
 # %% ../nbs/03c3_lm_hf.ipynb #bb805c36
 @patch
 def topk(self: HFCausalLM, requests, progress: bool|None=None):

@@ -42,6 +42,12 @@ class HFMaskedLM(LM):
         "`hf-mlm:<model identity>:<dtype>`, `:word-initial` added where targets' first tokens mark a word start."
         return transformers_identity(self) + (':word-initial' if marks_word_start(self.tokenizer) else '')
 
+# %% ../nbs/03d_lm_mlm.ipynb #b1fe4426
+@patch
+def count_tokens(self: HFMaskedLM, text: str, context: str='') -> int:
+    "Tokens of `text` under the model's tokenizer, without special tokens (`context` does not change them here)."
+    return len(self.tokenizer.encode(text, add_special_tokens=False))
+
 # %% ../nbs/03d_lm_mlm.ipynb #4660fe2c
 @patch
 def _mask_logprobs(self: HFMaskedLM, seqs, positions):

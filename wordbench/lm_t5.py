@@ -41,6 +41,12 @@ class HFSeq2SeqLM(LM):
         "`hf-t5:<model identity>:<dtype>`, `:word-initial` added where targets' first tokens mark a word start."
         return transformers_identity(self) + (':word-initial' if marks_word_start(self.tokenizer) else '')
 
+# %% ../nbs/03f_lm_t5.ipynb #47323589
+@patch
+def count_tokens(self: HFSeq2SeqLM, text: str, context: str='') -> int:
+    "Tokens of `text` under the model's tokenizer, without special tokens (`context` does not change them here)."
+    return len(self.tokenizer.encode(text, add_special_tokens=False))
+
 # %% ../nbs/03f_lm_t5.ipynb #3e328c97
 @patch
 def _decoder_logprobs(self: HFSeq2SeqLM, enc, dec):

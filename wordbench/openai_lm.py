@@ -7,18 +7,22 @@ from __future__ import annotations
 import os, sys, math, logging, threading
 from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
-import openai
+import openai, httpx
 from fastcore.basics import patch
-from tenacity import Retrying, retry_if_exception_type, wait_exponential, stop_after_attempt
+from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
+from .core import UserError
+from .hf_common import encode_pair
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'retry_policy', 'OpenAILM', 'LogprobAlignmentError', 'EchoToken',
-           'stop_process', 'popen_tied', 'wait_for_server', 'LlamaCppServer']
+__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
+           'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'stop_process',
+           'popen_tied', 'wait_for_server', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
-RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
+# a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
+RETRYABLE = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
 
 # %% ../nbs/03b_openai.ipynb #c4474f6f
 # configuration errors: raised, never per-request failures
@@ -31,9 +35,21 @@ def retry_policy(max_retries: int=5, # retries after the first attempt (0: try o
                 ) -> Retrying:
     ("A tenacity policy retrying `RETRYABLE` errors with exponential backoff, "
      "re-raising the last error when it gives up.")
-    return Retrying(retry=retry_if_exception_type(RETRYABLE),
+    transient = lambda e: isinstance(e, RETRYABLE) and not isinstance(e, openai.APITimeoutError)
+    return Retrying(retry=retry_if_exception(transient),
                     wait=wait_exponential(multiplier=backoff, max=max_backoff),
                     stop=stop_after_attempt(max_retries + 1), reraise=True)
+
+# %% ../nbs/03b_openai.ipynb #ab3bde25
+def offline_tokenizer(model: str) -> str|None:
+    "`model` when its tokenizer is here without a download (a local short name, a folder, a cached HF id), else None."
+    from pathlib import Path
+    from wordbench.resources import LOCAL_MODELS
+    if model in LOCAL_MODELS or (Path(model).expanduser() / 'tokenizer_config.json').is_file(): return model
+    from huggingface_hub import try_to_load_from_cache
+    try: found = try_to_load_from_cache(model, 'tokenizer_config.json')
+    except ValueError: return None   # not a hub id (a GGUF path, say)
+    return model if isinstance(found, str) else None
 
 # %% ../nbs/03b_openai.ipynb #2d7ba89d
 _log = logging.getLogger(__name__)
@@ -44,20 +60,29 @@ class OpenAILM(LM):
     backend = 'openai'
     def __init__(self, model: str, # model name as the server knows it
                  base_url: str|None=None, # e.g. http://127.0.0.1:8000/v1; default OPENAI_BASE_URL or api.openai.com
-                 max_concurrency: int=4, # requests in flight at once
-                 timeout: float=60.0, # seconds per HTTP call
+                 max_concurrency: int=4, # requests in flight at once (capped by the slots the server reports)
+                 timeout: float=10.0, # seconds to connect and send a request
+                 read_timeout: float|None=None, # seconds to wait for an answer (None: as long as the server works)
+                 tokenizer: str|None=None, # the model's tokenizer (short name, HF id, folder): token-id prompts;
+                                           # None: `model`'s own when it loads offline; 'none': text prompts
+                 batch_size: int=16, # prompts per scoring request (token-id prompts only)
                  max_retries: int=5, # retries per call on 429/5xx/timeouts/connection errors
                  backoff: float=1.0, # first retry wait in seconds, doubling
                  max_backoff: float=30.0, # cap on one wait, seconds
                  logprob_tol: float=0.1): # max |difference| accepted by the log-prob self-check
         self.model, self.max_concurrency, self.logprob_tol = model, max_concurrency, logprob_tol
         self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
+        limits = httpx.Timeout(read_timeout, connect=timeout, write=timeout, pool=None)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get('OPENAI_API_KEY') or 'sk-no-key',
-                                    timeout=timeout, max_retries=0)
+                                    timeout=limits, max_retries=0)
+        tokenizer = offline_tokenizer(model) if tokenizer is None else (None if tokenizer == 'none' else tokenizer)
+        self.tokenizer_name, self.batch_size, self._tok, self.capabilities = tokenizer, batch_size, None, {}
         # failures: every LMFailure returned
         self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
         self._lock, self._alignment = threading.Lock(), None
-    def identity(self) -> str: return f'openai:{self.base_url}:{self.model}'
+    def identity(self) -> str:
+        "`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer."
+        return f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
 
 # %% ../nbs/03b_openai.ipynb #a8cd203f
 @patch
@@ -92,10 +117,37 @@ def _fail(self: OpenAILM, error: str) -> LMFailure:
 
 @patch
 def _map(self: OpenAILM, fn, requests) -> list:
-    "`fn` over `requests` in order, at most `max_concurrency` at a time."
+    "`fn` over `requests` in order, at most `_workers()` at a time."
     requests = list(requests)
-    if self.max_concurrency <= 1 or len(requests) <= 1: return [fn(r) for r in requests]
-    with ThreadPoolExecutor(min(self.max_concurrency, len(requests))) as ex: return list(ex.map(fn, requests))
+    workers = self._workers() if len(requests) > 1 else 1
+    if workers <= 1: return [fn(r) for r in requests]
+    with ThreadPoolExecutor(min(workers, len(requests))) as ex: return list(ex.map(fn, requests))
+
+# %% ../nbs/03b_openai.ipynb #ffb0fd61
+def _get_json(base_url: str, path: str) -> dict:
+    "`GET path` at the server's root (beside `/v1`) as JSON; {} when it has no such route or answers otherwise."
+    root = base_url[:-3] if base_url.endswith('/v1') else base_url
+    try: out = httpx.get(root + path, timeout=5).json()
+    except (httpx.HTTPError, ValueError): return {}
+    return out if isinstance(out, dict) else {}
+
+def server_slots(base_url: str) -> int|None:
+    "Requests a server computes at once, as its `/props` reports them (llama.cpp's `total_slots`), or None."
+    n = _get_json(base_url, '/props').get('total_slots')
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+def server_kind(base_url: str) -> str|None:
+    "A server with known quirks, by its own description: 'llama-cpp-python' (OpenAPI title), 'llama.cpp' (/props)."
+    if 'llama.cpp Python' in str(_get_json(base_url, '/openapi.json').get('info', {}).get('title', '')):
+        return 'llama-cpp-python'
+    return 'llama.cpp' if 'default_generation_settings' in _get_json(base_url, '/props') else None
+
+@patch
+def _workers(self: OpenAILM) -> int:
+    "Requests in flight at most: `max_concurrency`, capped by the server's reported slots."
+    if 'slots' not in self.capabilities: self.capabilities['slots'] = server_slots(self.base_url)
+    slots = self.capabilities['slots']
+    return max(1, min(self.max_concurrency, slots) if slots else self.max_concurrency)
 
 # %% ../nbs/03b_openai.ipynb #e11b6e1e
 @patch
@@ -130,7 +182,7 @@ def generate(self: OpenAILM, requests, progress=None) -> list:
         return self._map(one, requests)
 
 # %% ../nbs/03b_openai.ipynb #f9993fe3
-class LogprobAlignmentError(RuntimeError):
+class LogprobAlignmentError(UserError):
     "The server's prompt (echo) log-probs cannot be trusted; wordbench refuses to score with them."
 
 # %% ../nbs/03b_openai.ipynb #4c8912ce
@@ -180,7 +232,9 @@ def _probe(self: OpenAILM, **kw):
     try: return self._retry(self.client.completions.create, model=self.model, max_tokens=1, temperature=0.0, **kw)
     except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError) as e:
         raise LogprobAlignmentError(f'{self.identity()} does not serve prompt log-probs on /v1/completions '
-                                    f'(echo=True with logprobs): {e}') from e
+                                    f"(echo=True with logprobs): {' '.join(str(e).split())[:200]}",
+                                    'use a server that echoes prompt log-probs (vLLM, SGLang) or a local backend (hf), '
+                                    'or run only generative strategies on this endpoint') from e
 
 @patch
 def _echo(self: OpenAILM, prompt: str) -> list[EchoToken]:
@@ -231,6 +285,14 @@ def _require_alignment(self: OpenAILM):
         with self._lock: self._alignment = done
     if isinstance(done, Exception): raise done
 
+# %% ../nbs/03b_openai.ipynb #d83bf648
+# servers refused by name for log-likelihoods: what is wrong with their prompt log-probs
+KNOWN_QUIRKS = {'llama-cpp-python': 'its echoed prompt log-probs are shifted by one token (abetlen/llama-cpp-python#1983), '
+                                    'and computed so slowly that a long prompt takes minutes',
+                'llama.cpp': "llama-server returns no prompt log-probs (echo is not supported: ggml-org/llama.cpp#27174)"}
+LOGPROB_FIX = ('score with a server whose prompt log-probs are right (vLLM, SGLang) or a local backend (--backend hf), '
+               'or run only generative strategies on this endpoint')
+
 # %% ../nbs/03b_openai.ipynb #d67475ed
 @patch
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
@@ -245,15 +307,130 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
     if err: return self._fail(f'unusable echo for {prompt!r:.60}: {err}')
     return sum(t.logprob for t in toks), all(t.best is not None and t.logprob >= t.best - 1e-6 for t in toks)
 
+
+# %% ../nbs/03b_openai.ipynb #159398c3
+@patch
+def _chat_probe(self: OpenAILM) -> bool:
+    "Whether `/chat/completions` answers a one-token chat (a server without a chat template refuses it)."
+    if 'chat' not in self.capabilities:
+        try: ok = bool(self._retry(self.client.chat.completions.create, model=self.model, max_tokens=1,
+                                   messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
+        except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
+        self.capabilities['chat'] = ok
+    return self.capabilities['chat']
+
+OpenAILM.supports_chat = property(OpenAILM._chat_probe)
+
+# %% ../nbs/03b_openai.ipynb #3ba061e0
+@patch
+def _tokenizer(self: OpenAILM):
+    "The local tokenizer named by `tokenizer=` (loaded once, offline), or None."
+    if self.tokenizer_name and self._tok is None:
+        from transformers import AutoTokenizer
+        from wordbench.resources import model_path
+        try: self._tok = AutoTokenizer.from_pretrained(model_path(self.tokenizer_name))
+        except (OSError, ValueError) as e:
+            raise UserError(f'tokenizer {self.tokenizer_name!r} cannot be loaded: {str(e).splitlines()[0][:120]}',
+                            'name a local model folder or short name, or leave out the tokenizer option') from None
+    return self._tok
+
+@patch
+def count_tokens(self: OpenAILM, text: str, context: str='') -> int:
+    "Tokens of `text` after `context` under the local tokenizer as scoring splits them; whitespace words without one."
+    tok = self._tokenizer()
+    if tok is None: return len(text.split())
+    return len(encode_pair(tok, context, text)[1]) if context else len(tok.encode(text, add_special_tokens=False))
+
+# %% ../nbs/03b_openai.ipynb #b0f4eeb4
+def _positions(choice: dict, # one choice of a completions response, as JSON
+               ids: list[int], # the token-id prompt it answers
+               mode: str) -> list: # 'echo' or 'prompt_logprobs'
+    "`(logprob, is_top1)` of each prompt token after the first (None first) from one choice."
+    if mode == 'echo':
+        lp = choice.get('logprobs') or {}
+        vals, tops = lp.get('token_logprobs') or [], lp.get('top_logprobs') or []
+        if len(vals) < len(ids) or len(tops) < len(ids):
+            raise LogprobAlignmentError(f'echo gave {len(vals)} log-probs for a {len(ids)}-token prompt')
+        return [None] + [(vals[j], vals[j] >= max(tops[j].values()) - 1e-6) for j in range(1, len(ids))]
+    rows = choice.get('prompt_logprobs')
+    if not rows or len(rows) != len(ids):
+        raise LogprobAlignmentError(f'prompt_logprobs gave {len(rows or [])} entries for a {len(ids)}-token prompt')
+    best = lambda row: max(v['logprob'] for v in row.values())
+    return [None] + [(row[str(t)]['logprob'], row[str(t)]['logprob'] >= best(row) - 1e-6)
+                     for t, row in zip(ids[1:], rows[1:])]
+
+# %% ../nbs/03b_openai.ipynb #4e0dda70
+@patch
+def _batch_logprobs(self: OpenAILM, prompts: list, # token-id prompts, sent in one request
+                    mode: str) -> list: # 'echo' or 'prompt_logprobs'
+    "Per prompt, `_positions` of its tokens, from one `/v1/completions` request (retried on transient errors)."
+    kw = dict(echo=True, logprobs=1) if mode == 'echo' else dict(extra_body={'prompt_logprobs': 1})
+    out = self._retry(self.client.completions.create, model=self.model, prompt=prompts, max_tokens=1,
+                      temperature=0.0, **kw)
+    choices = sorted(out.model_dump()['choices'], key=lambda c: c['index'])
+    if len(choices) != len(prompts):
+        raise LogprobAlignmentError(f'{len(prompts)} prompts in one request gave {len(choices)} choices')
+    return [_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
+
+@patch
+def _probe_ids(self: OpenAILM) -> str|None:
+    "How the endpoint gives log-probs of token-id prompts: 'echo', 'prompt_logprobs' or None (it takes no ids)."
+    tok = self._tokenizer()
+    ids = [encode_pair(tok, a, b) for a, b in (('The cat sat on', ' the mat'), ('Once upon', ' a time'))]
+    for mode in ('echo', 'prompt_logprobs'):
+        try: rows = self._batch_logprobs([c + d for c, d in ids], mode)
+        except (openai.BadRequestError, openai.UnprocessableEntityError, LogprobAlignmentError, KeyError,
+                TypeError, ValueError): continue
+        if all(r[-1][0] is not None and r[-1][0] <= 1e-3 for r in rows): return mode
+    return None
+
+# %% ../nbs/03b_openai.ipynb #715c81f8
+@patch
+def require(self: OpenAILM, kinds) -> None:
+    ("Probe once what the endpoint serves for the request classes in `kinds`; "
+     "`UserError` (before any request of a task) when it cannot serve them.")
+    if LoglikelihoodRequest not in set(kinds) or 'prompt_logprobs' in self.capabilities: return
+    if 'server' not in self.capabilities: self.capabilities['server'] = server_kind(self.base_url)
+    if self.capabilities['server'] in KNOWN_QUIRKS:
+        raise LogprobAlignmentError(f"{self.identity()} is {self.capabilities['server']}: "
+                                    f"{KNOWN_QUIRKS[self.capabilities['server']]}", LOGPROB_FIX)
+    self._require_alignment()   # LogprobAlignmentError (a UserError) names the server's quirk and the fix
+    mode = self._probe_ids() if self.tokenizer_name else None
+    if self.tokenizer_name and mode is None:
+        _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', self.identity())
+    self.capabilities['prompt_logprobs'] = mode or 'echo-text'
+
+# %% ../nbs/03b_openai.ipynb #b558c236
+@patch
+def _score_ids(self: OpenAILM, requests: list, mode: str) -> list:
+    "`(logprob, is_greedy)` per request from token-id prompts, `batch_size` a request; a failed batch: `LMFailure`s."
+    tok = self._tokenizer()
+    pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
+    def run(batch):
+        try: rows = self._batch_logprobs([pairs[i][0] + pairs[i][1] for i in batch], mode)
+        except FATAL: raise
+        except (openai.APIError, LogprobAlignmentError) as e:
+            return [self._fail(f'{type(e).__name__}: {e}')] * len(batch)
+        cont = [row[len(pairs[i][0]):] for i, row in zip(batch, rows)]
+        return [(sum(lp for lp, _ in c), all(g for _, g in c)) for c in cont]
+    step = max(1, self.batch_size)
+    return [x for b in self._map(run, [range(i, min(i + step, len(pairs))) for i in range(0, len(pairs), step)])
+            for x in b]
+
+# %% ../nbs/03b_openai.ipynb #942aa1c9
 @patch
 def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
-    ("`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`); "
-     "raises `LogprobAlignmentError` on a misaligned server.")
+    ("`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`): token-id prompts in batches when a "
+     "tokenizer is given, else one text prompt each; `UserError` when the endpoint cannot score.")
     requests = list(requests)
-    if any(not r.context for r in requests):
-        raise ValueError('loglikelihood needs a non-empty context: the first token has no log-prob')
-    if requests: self._require_alignment()
+    if not requests: return []
+    self.require({LoglikelihoodRequest})
     self.counters['loglikelihood'] += len(requests)
+    mode = self.capabilities['prompt_logprobs']
+    if mode != 'echo-text': return self._score_ids(requests, mode)
+    if any(not r.context for r in requests):
+        raise UserError('loglikelihood needs a non-empty context with text prompts: the first token has no log-prob',
+                        "give the backend the model's tokenizer (tokenizer=...) so prompts start with BOS")
     return self._map(self._score, requests)
 
 # %% ../nbs/03b_openai.ipynb #1bff7299

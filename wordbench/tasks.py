@@ -145,6 +145,7 @@ def run_task(task: Task, # a registered (or any) task
     for strategy, n in skipped.items():
         warnings.warn(f'{strategy}: skipped {n} item-settings {task.skip_reason(strategy)}')
     reqs = [r for j in jobs for r in j.requests]
+    lm.require({type(r) for r in reqs})   # a model that cannot serve them refuses here, before any request
     log.info(f'{task.name}: {len(jobs):,} item-settings, {len(reqs):,} requests, {len(set(reqs)):,} distinct')
     answer = {}
     decisions = [tuple(r for r in j.requests if isinstance(r, LoglikelihoodRequest)) for j in jobs]

@@ -208,10 +208,8 @@ def diversity_filter(texts: Sequence[str], # candidates
 
 # %% ../../nbs/27_newterm_construct.ipynb #43f37952
 def token_count(lm, text: str) -> int:
-    "Tokens of `text` as a continuation under `lm`'s tokenizer (whitespace words without one); at least 1."
-    tok = getattr(lm, 'tokenizer', None)
-    n = len(tok.encode(text, add_special_tokens=False)) if tok is not None else len(text.split())
-    return max(n, 1)
+    "Tokens of `text` as a continuation under `lm`'s tokenizer (`lm.count_tokens`; whitespace words without one); >= 1."
+    return max(lm.count_tokens(text), 1)
 
 # %% ../../nbs/27_newterm_construct.ipynb #2545c56b
 def perplexity(logprob: float, n_tokens: int) -> float:

@@ -59,12 +59,9 @@ def sample_pairs(items: list[dict], n_pairs: int|None) -> list[dict]:
 
 # %% ../../nbs/14_winodict_task.ipynb #6c72a3fe
 def token_counter(lm):
-    "`(count(text), count_continuation(request))` in the model's tokens, or in words when it has no tokenizer."
-    tok = getattr(lm, 'tokenizer', None)
-    if tok is None: return (lambda text: len(text.split())), (lambda r: len(r.continuation.split()))
-    from wordbench.hf_common import encode_pair
-    def count(text): return len(tok.encode(' ' + text.strip(), add_special_tokens=False))
-    def count_continuation(r): return len(encode_pair(tok, r.context, r.continuation)[1])
+    "`(count(text), count_continuation(request))` in the model's tokens (`lm.count_tokens`; words without a tokenizer)."
+    def count(text): return lm.count_tokens(' ' + text.strip())
+    def count_continuation(r): return lm.count_tokens(r.continuation, r.context)
     return count, count_continuation
 
 # %% ../../nbs/14_winodict_task.ipynb #540b2a20

@@ -362,7 +362,7 @@ def generation_plan(templates: Sequence[str]=tuple(GEN_TEMPLATES), # template na
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c03d
 def _is_chat(lm) -> bool:
-    return bool(getattr(getattr(lm, 'tokenizer', None), 'chat_template', None))
+    return bool(lm.supports_chat)
 
 def generation_request(call: dict, examples: dict, chat: bool, n_pairs: int, max_tokens: int,
                        temperature: float) -> tuple[GenerateRequest, str]:

@@ -1,0 +1,80 @@
+"""The `openai` backend speaking vLLM's completions protocol (token-id prompts, batches, `echo`, `prompt_logprobs`)
+against a local stand-in that answers with what a fixed-weight tiny Llama over SmolLM2's tokenizer computes: scores
+equal the `hf` backend's on the same model; a slow one-slot server computes every request once."""
+import threading, time
+import pytest
+from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure
+from fixtures.vllm_standin import StandIn
+
+@pytest.fixture(scope='module')
+def smol():
+    "The `hf` backend on a seeded 2-layer Llama over SmolLM2's tokenizer (float32), which the stand-in serves too."
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from wordbench.resources import model_path
+    tok = AutoTokenizer.from_pretrained(model_path('smollm2-135m'))
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048))
+    with torch.no_grad(): model.lm_head.weight *= 40   # peaked next-token distributions, as a trained model has
+    return get_lm('hf', model.eval(), tokenizer=tok, batch_size=8)
+
+@pytest.fixture(scope='module')
+def winodict_requests():
+    "The log-likelihood requests of 4 WinoDict twin pairs (zero-shot), grouped per decision."
+    from wordbench.winodict.task import WINODICT
+    items, pool = WINODICT.load(pairs=4, buckets=['prob3_of_5'])
+    jobs = list(WINODICT.jobs(items, WINODICT.settings(shots=[0], seeds=[0]), pool))
+    return [tuple(j.requests) for j in jobs if j.requests]
+
+def decisions(scores, groups):
+    "Index of the best-scored request of each group."
+    it = iter(scores)
+    return [max(range(len(g)), key=[next(it)[0] for _ in g].__getitem__) for g in groups]
+
+@pytest.mark.parametrize('mode', ['echo', 'prompt_logprobs'])
+def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
+    "Token-id prompts, batched and concurrent, give the `hf` backend's log-likelihoods to 1e-4 and its decisions."
+    reqs = [r for g in winodict_requests for r in g] + [LoglikelihoodRequest('', ' The cat sat.')]
+    ref = smol.loglikelihood(reqs)
+    with StandIn(smol.model, smol.tokenizer) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=5,
+                    max_concurrency=3)
+        if mode == 'prompt_logprobs':   # a server that refuses echo on token ids: vLLM's own field is used
+            monkeypatch.setattr(lm, '_probe_ids', lambda: 'prompt_logprobs')
+        out = lm.loglikelihood(reqs)
+        assert lm.capabilities['prompt_logprobs'] == mode and not lm.failures
+        sent = [b for b in srv.bodies if isinstance(b['prompt'], list) and isinstance(b['prompt'][0], list)]
+    assert max(abs(a[0] - b[0]) for a, b in zip(out, ref)) < 1e-4
+    assert [a[1] for a in out] == [b[1] for b in ref]
+    assert decisions(out, winodict_requests) == decisions(ref, winodict_requests)
+    scoring = [b for b in sent if len(b['prompt']) > 2]   # the probe sends 2 prompts
+    assert len(scoring) == -(-len(reqs) // 5) and all(len(b['prompt']) <= 5 for b in scoring)
+    assert all(b['temperature'] == 0 and b['max_tokens'] == 1 for b in scoring)
+    assert all(b.get('echo') is True for b in scoring) if mode == 'echo' else all(b['prompt_logprobs'] == 1
+                                                                                 for b in scoring)
+
+def test_count_tokens_matches_hf(smol):
+    lm = get_lm('openai', 'x', base_url='http://127.0.0.1:9/v1', tokenizer='smollm2-135m')
+    for text, ctx in ((' a robin', ''), ('redbreast', 'A robin is a '), ('', 'x')):
+        assert lm.count_tokens(text, ctx) == smol.count_tokens(text, ctx)
+
+def test_slow_server_computes_each_request_once(smol):
+    "A one-slot server slower than the connect timeout: 6 requests, 3 in flight, each computed exactly once."
+    reqs = [LoglikelihoodRequest(f'Number {i} is', ' odd') for i in range(6)]
+    with StandIn(smol.model, smol.tokenizer, delay=0.6) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=1,
+                    max_concurrency=3, timeout=0.2)
+        lm.capabilities['prompt_logprobs'] = 'echo'   # probed elsewhere; here only the scoring requests count
+        out = lm.loglikelihood(reqs)
+        bodies = list(srv.bodies)
+    assert not any(isinstance(o, LMFailure) for o in out), lm.failures
+    sent = sorted(smol.tokenizer.decode(b['prompt'][0]) for b in bodies)   # counted on the server side
+    assert sent == sorted(r.context + r.continuation for r in reqs)
+    assert len(bodies) == 6 and lm.counters['retries'] == 0 and lm.counters['http_calls'] == 6
+
+def test_reported_slots_bound_concurrency(smol):
+    "A server reporting one slot (llama.cpp's /props) gets one request at a time, however many are allowed."
+    with StandIn(smol.model, smol.tokenizer, slots=1) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, max_concurrency=8)
+        assert lm._workers() == 1 and lm.capabilities['slots'] == 1
