@@ -120,14 +120,17 @@ class Candidate:
     closed: bool  # False when the reply ended inside it
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c013
+_STRING_END = re.compile(r'\s*(?:[}\],:]|$)')  # what may follow the quote that closes a JSON string
+
 def scan_objects(text: str) -> list[Candidate]:
-    "Top-level brace-balanced blocks of `text`, ignoring braces inside double-quoted strings."
-    out, depth, start, in_str, esc = [], 0, 0, False, False
+    "Top-level brace-balanced blocks of `text`, ignoring braces inside strings (straight or curly double quotes)."
+    out, depth, start, in_str = [], 0, 0, False
     for i, ch in enumerate(text):
         if in_str:
-            in_str, esc = (in_str if esc or ch != '"' else False), (not esc and ch == '\\')
+            ends = ch in '"“”' and text[i - 1] != '\\' and _STRING_END.match(text, i + 1)
+            in_str = not ends
             continue
-        if ch == '"' and depth: in_str = True
+        if ch in '"“”' and depth: in_str = True
         elif ch == '{':
             start = i if depth == 0 else start
             depth += 1
