@@ -184,7 +184,7 @@ def straddling_pairs(splits: pd.DataFrame) -> pd.DataFrame: # a split table (`re
 def published_results(wscplus: pd.DataFrame|None=None, # `load_wscplus()`; default: load it
                       results: dict|None=None # evaluator -> phase-2 frame; default: load the three
                      ) -> pd.DataFrame:
-    "The three published evaluations, one row per evaluator and item, repaired and matched to WSC+ lines."
+    "The three published evaluations, one row per evaluator and item (its GPT-4 position), repaired, with WSC+ lines."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         wscplus = load_wscplus() if wscplus is None else wscplus
@@ -194,9 +194,11 @@ def published_results(wscplus: pd.DataFrame|None=None, # `load_wscplus()`; defau
     frames = []
     for e, df in how['results'].items():
         line = val.set_index(f'pos_{e}').line
-        frames.append(df.assign(evaluator=normalise_generator(e), position=df.index, line=line.reindex(df.index).values,
+        item = asked.set_index(f'pos_{e}', drop=False).pos_GPT4.reindex(df.index).values
+        frames.append(df.assign(evaluator=normalise_generator(e), position=df.index, item=item,
+                                line=line.reindex(df.index).values,
                                 asked_identically=asked.set_index(f'pos_{e}').asked_identically.reindex(df.index).values))
-    cols = ['evaluator', 'position', 'line', 'generator', 'type', 'answer', 'predicted_answer', 'result',
+    cols = ['evaluator', 'position', 'item', 'line', 'generator', 'type', 'answer', 'predicted_answer', 'result',
             'asked_identically', 'query', 'predicted_reason']
     out = pd.concat(frames, ignore_index=True)[cols]
     out.attrs['repairs'] = how['repairs']
