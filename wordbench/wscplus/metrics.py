@@ -111,7 +111,8 @@ def pair_accuracy(df: pd.DataFrame # one row per evaluator and item: evaluator, 
         lo, hi = wilson_interval(int(per.sum()), len(per))
         rows.append(dict(evaluator=e, type=t, pairs=len(per), both_right=int(per.sum()),
                          pair_accuracy=100 * per.mean(), lo=lo, hi=hi, item_accuracy=100 * g.ok.mean()))
-    return pd.DataFrame(rows)
+    cols = ['evaluator', 'type', 'pairs', 'both_right', 'pair_accuracy', 'lo', 'hi', 'item_accuracy']
+    return pd.DataFrame(rows, columns=cols)
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #3b99a827
 CALIBRATED_SUFFIX = '-calibrated'  # strategy suffix of the prior-calibrated scored rows
