@@ -25,7 +25,7 @@ register_builder(Builder('wscplus-splits', build_splits_dataset, 'WSC+ split (va
 
 # %% ../../nbs/49_wscplus.ipynb #5161af2c
 def build_generated(models=None, templates=None, queries=None, calls: int=1, pairs: int=2, max_tokens: int=256,
-                    temperature: float=0.0, backend: str='hf', out=None) -> dict:
+                    temperature: float|str='greedy', backend: str='hf', out=None) -> dict:
     "Generate WSC+ items with local models into `out` (default data/wscplus/generation/); a summary."
     return generate.build_generation(models or ('smollm2-135m', 'gemma3-270m'),
                                      templates or tuple(generate.GEN_TEMPLATES), queries or tuple(generate.GEN_QUERIES),
@@ -40,7 +40,8 @@ register_builder(Builder('wscplus', build_generated, 'WSC+ generation with local
     'calls': Option('calls per template and query', int, default=1),
     'pairs': Option('pairs asked for per call (the paper: 3)', int, default=2),
     'max_tokens': Option('new tokens per call', int, default=256),
-    'temperature': Option('0: greedy (default); the paper used the API default, 1', float, default=0.0),
+    'temperature': Option('a number, or greedy (0, the default) or paper (1: the API default the authors ran)',
+                          default='greedy'),
     'backend': Option('model backend', default='hf'),
     'out': Option('output folder (default data/wscplus/generation/)')}, main=False))
 

@@ -49,8 +49,9 @@ WSCPLUS_EXPORT = register_hf_export(HFExport(
     'The source repository (pardissz/WSCplus-TreeOfExperts) has no licence file and the dataset is not on the Hub. '
     'Do not publish this copy without the authors\' permission.', ('multiple-choice', 'text-generation'),
     'Winograd-style questions written by LLMs, with a third answer (2: either or neither) for ambiguous items: '
-    'traditional, ambiguous and offensive categories, twins sharing a `pair_id`. The validation split is the 700 '
-    'items the authors evaluated; wordbench recovered the split from their files.', WSCPLUS_CITATION,
+    'traditional, ambiguous and offensive categories, twins sharing a `pair_id`. The validation split is the 699 '
+    'released items among the 700 the authors evaluated (one evaluated query is an edited twin of another item and '
+    'has no row of its own); wordbench recovered the split from their files.', WSCPLUS_CITATION,
     title_from=('004_1ddbbaed85ed2134.txt', 'WSC+', 2),
     local_only=True, default='all'))
 
@@ -79,7 +80,7 @@ def wscplus_tasks() -> dict:
 # %% ../../nbs/47_wscplus_export.ipynb #a0aa2625
 WSCPLUS_LM_EVAL = register_lm_eval_export(LmEvalExport(
     'wscplus', 'wscplus', wscplus_tasks,
-    note="The zero-shot template on the 700 validation items. `wscplus_scored`: ' 0', ' 1', ' 2' after the "
+    note="The zero-shot template on the 699 validation items. `wscplus_scored`: ' 0', ' 1', ' 2' after the "
          "template and 'A:'. `wscplus_generated`: a greedy reply, the paper's unguarded pattern (digits before the "
          "first ';'; wordbench's `paper_pred`), `[invalid]` when absent. `wscplus_generated_sc5`: five sampled "
          "replies (temperature 0.7), the same pattern, majority vote. Run the generated tasks with "

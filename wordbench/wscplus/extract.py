@@ -9,7 +9,8 @@ from collections import Counter
 from typing import NamedTuple, Sequence
 
 # %% auto #0
-__all__ = ['DIGIT_SEMICOLON', 'STRICT_FAILURES', 'FINAL_ANSWER', 'LEADING_DIGIT', 'AMBIGUITY_PHRASES', 'TAXONOMY',
+__all__ = ['DIGIT_SEMICOLON', 'STRICT_FAILURES', 'HEDGE', 'HEDGED_SEMICOLON', 'FINAL_ANSWER', 'LEADING_DIGIT',
+           'AMBIGUITY_PHRASES', 'HEDGED_ANSWER', 'SPACED_SEMICOLON', 'ANSWER_LINE', 'NEGATED', 'TAXONOMY',
            'PAPER_TAXONOMY', 'Parse', 'paper_extract', 'extract_answer', 'extract_answer_lenient', 'taxonomy',
            'self_consistency_vote']
 
@@ -29,13 +30,21 @@ def paper_extract(reply: str) -> int|None:
     return int(m.group(1)) if m else None
 
 # %% ../../nbs/43_wscplus_extract.ipynb #e3a0c00b
-STRICT_FAILURES = ('unparsed', 'ambiguous_parse', 'invalid_digit')  # guard classes of the strict extraction
+STRICT_FAILURES = ('unparsed', 'ambiguous_parse', 'invalid_digit', 'hedge')  # guard classes of the strict extraction
+
+# %% ../../nbs/43_wscplus_extract.ipynb #fe48c06d
+HEDGE = r'\(?[0-2]\)?\s*(?:or|/)\s*\(?[0-2]\)?'  # two options offered as one answer: "0 or 1", "(1)/(2)"
+
+# %% ../../nbs/43_wscplus_extract.ipynb #7c26aec9
+HEDGED_SEMICOLON = re.compile(r'(?<![\d.])\(?[0-2]\)?\s*(?:or|/)\s*\(?[0-2];')  # a hedge ending in ';' ("0 or 1;")
 
 # %% ../../nbs/43_wscplus_extract.ipynb #e3a0c00c
 def extract_answer(reply: str) -> Parse:
     "The paper's `(\\d+);` answer with guards: one distinct value in 0-2, else the guard that failed."
+    first = DIGIT_SEMICOLON.search(reply)
+    if not first: return Parse(None, 'unparsed')
+    if any(h.end() == first.end() for h in HEDGED_SEMICOLON.finditer(reply)): return Parse(None, 'hedge')
     values = {int(v) for v in DIGIT_SEMICOLON.findall(reply)}
-    if not values: return Parse(None, 'unparsed')
     if len(values) > 1: return Parse(None, 'ambiguous_parse')
     value = values.pop()
     return Parse(value, 'digit_semicolon') if value in (0, 1, 2) else Parse(None, 'invalid_digit')
@@ -52,24 +61,48 @@ AMBIGUITY_PHRASES = re.compile(r'\b(neither|ambiguous|ambiguity|unclear|not clea
                                r"can't be determined|could refer to either|either of them|"
                                r'impossible to (?:tell|say))\b', re.I)  # lenient rule `ambiguity_phrase` (answer 2)
 
+# %% ../../nbs/43_wscplus_extract.ipynb #c26417eb
+HEDGED_ANSWER = re.compile(rf'(?:^|\n|final answer\s*[:\-]?|\bA\s*:|\banswer(?:\s+is)?\s*:?)\s*{HEDGE}(?!\d|\.\d)',
+                           re.I)  # lenient rule `hedge`: two options where the answer stands
+
+# %% ../../nbs/43_wscplus_extract.ipynb #cf85edd7
+SPACED_SEMICOLON = re.compile(r'(?<![\d.])(\d+)\s+;')  # lenient rule `spaced_semicolon`: "1 ; because"
+
+# %% ../../nbs/43_wscplus_extract.ipynb #0aa77940
+ANSWER_LINE = re.compile(r'^\s*A\s*:\s*\(?([0-2])(?![\d.,;]?\s*\d)\b', re.I | re.M)  # lenient rule `answer_line`
+
+# %% ../../nbs/43_wscplus_extract.ipynb #429f4d1a
+NEGATED = re.compile(r"(?:\bnot|n't|\bneither|\bnor|\bno)\s+(?:(?:the|a|an)\s+)?$", re.I)  # a negated option mention
+
 # %% ../../nbs/43_wscplus_extract.ipynb #e3a0c012
 def _named(reply: str, options: Sequence[str]|None) -> set:
-    "Indices of the options named in `reply` as whole words (case-insensitive)."
+    "Indices of the options named in `reply` as whole words (case-insensitive), not right after a negation."
     if not options: return set()
-    def found(o): return re.search(rf'(?<!\w){re.escape(o.strip())}(?!\w)', reply, re.I)
-    return {i for i, o in enumerate(options) if o.strip() and found(o)}
+    def mentions(o): return re.finditer(rf'(?<!\w){re.escape(o.strip())}(?!\w)', reply, re.I)
+    def affirmed(o): return any(not NEGATED.search(reply[max(0, m.start() - 12):m.start()]) for m in mentions(o))
+    return {i for i, o in enumerate(options) if o.strip() and affirmed(o)}
+
+def _one(values: set) -> Parse|None:
+    "The single value of a rule's matches as an answer, a refusal when several, None when none."
+    if not values: return None
+    return Parse(values.pop(), '') if len(values) == 1 and values <= {0, 1, 2} else Parse(None, 'ambiguous_parse')
 
 def extract_answer_lenient(reply: str, # the model's reply
                            options: Sequence[str]|None=None # the item's two options (for `option_named`)
                           ) -> Parse:
     "The strict answer if there is one, else the first declared lenient rule that reads one answer."
     strict = extract_answer(reply)
-    if strict.answer is not None: return strict
+    if strict.answer is not None or strict.rule == 'hedge': return strict
+    if HEDGED_ANSWER.search(reply): return Parse(None, 'hedge')
     finals = {int(v) for v in FINAL_ANSWER.findall(reply)}
     if len(finals) == 1 and finals <= {0, 1, 2}: return Parse(finals.pop(), 'final_answer')
     if strict.rule != 'unparsed': return strict
+    spaced = _one({int(v) for v in SPACED_SEMICOLON.findall(reply)})
+    if spaced: return spaced._replace(rule='spaced_semicolon') if spaced.answer is not None else spaced
     lead = LEADING_DIGIT.match(reply)
     if lead: return Parse(int(lead.group(1)), 'leading_digit')
+    line = _one({int(v) for v in ANSWER_LINE.findall(reply)})
+    if line: return line._replace(rule='answer_line') if line.answer is not None else line
     named, vague = _named(reply, options), bool(AMBIGUITY_PHRASES.search(reply))
     if len(named) == 1 and not vague: return Parse(named.pop(), 'option_named')
     if vague and not named: return Parse(2, 'ambiguity_phrase')

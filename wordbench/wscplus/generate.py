@@ -17,11 +17,12 @@ from ..prompts import redact_echo
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
-           'PAIR_LABEL', 'OBJECT_CHECKS', 'PAPER_VALIDITY', 'ANNOTATION_LABELS', 'CONTENT_NOTE', 'generation_prompt',
-           'generation_primer', 'Candidate', 'scan_objects', 'parse_object', 'validate_object', 'extract_objects',
-           'pair_objects', 'is_new', 'object_checks', 'words_changed', 'pair_checks', 'known_statements', 'reply_rows',
-           'yield_table', 'annotation_sheet', 'cohen_kappa', 'annotation_agreement', 'generation_plan',
-           'generation_request', 'run_generation', 'default_generation_dir', 'build_generation']
+           'PAIR_LABEL', 'OBJECT_CHECKS', 'PAPER_VALIDITY', 'ANNOTATION_LABELS', 'CONTENT_NOTE',
+           'GENERATION_TEMPERATURES', 'generation_prompt', 'generation_primer', 'Candidate', 'scan_objects',
+           'parse_object', 'validate_object', 'extract_objects', 'pair_objects', 'is_new', 'object_checks',
+           'words_changed', 'pair_checks', 'known_statements', 'reply_rows', 'yield_table', 'annotation_sheet',
+           'cohen_kappa', 'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation',
+           'default_generation_dir', 'generation_temperature', 'build_generation']
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c006
 GEN_TEMPLATES = {  # name -> our wording of the paper's generation templates (Table 7)
@@ -120,14 +121,17 @@ class Candidate:
     closed: bool  # False when the reply ended inside it
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c013
+_STRING_END = re.compile(r'\s*(?:[}\],:]|$)')  # what may follow the quote that closes a JSON string
+
 def scan_objects(text: str) -> list[Candidate]:
-    "Top-level brace-balanced blocks of `text`, ignoring braces inside double-quoted strings."
-    out, depth, start, in_str, esc = [], 0, 0, False, False
+    "Top-level brace-balanced blocks of `text`, ignoring braces inside strings (straight or curly double quotes)."
+    out, depth, start, in_str = [], 0, 0, False
     for i, ch in enumerate(text):
         if in_str:
-            in_str, esc = (in_str if esc or ch != '"' else False), (not esc and ch == '\\')
+            ends = ch in '"“”' and text[i - 1] != '\\' and _STRING_END.match(text, i + 1)
+            in_str = not ends
             continue
-        if ch == '"' and depth: in_str = True
+        if ch in '"“”' and depth: in_str = True
         elif ch == '{':
             start = i if depth == 0 else start
             depth += 1
@@ -427,16 +431,29 @@ that did not parse, by reason), `yield.csv`/`yield.md` (per model x template x q
 The checks are automatic proxies of validity, not validity.
 '''
 
+# %% ../../nbs/46_wscplus_generate.ipynb #32c7c37f
+GENERATION_TEMPERATURES = {'greedy': 0.0, 'paper': 1.0}  # named settings; 'paper': the API default the authors ran
+
+# %% ../../nbs/46_wscplus_generate.ipynb #ab132463
+def generation_temperature(value: float|str # a number or a key of `GENERATION_TEMPERATURES`
+                          ) -> float:
+    "The sampling temperature a name ('greedy', 'paper') or a number stands for."
+    if isinstance(value, str) and value.strip().lower() in GENERATION_TEMPERATURES:
+        return GENERATION_TEMPERATURES[value.strip().lower()]
+    try: return float(value)
+    except ValueError: raise ValueError(f'temperature {value!r}: a number or one of {sorted(GENERATION_TEMPERATURES)}')
+
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c044
 def _write_csv(df: pd.DataFrame, path: Path):
     df.to_csv(path, index=False, lineterminator='\n', float_format='%.4f')
 
 def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # models to generate with
                      templates: Sequence[str]=tuple(GEN_TEMPLATES), queries: Sequence[str]=tuple(GEN_QUERIES),
-                     calls: int=1, pairs: int=3, max_tokens: int=768, temperature: float=0.0,
+                     calls: int=1, pairs: int=3, max_tokens: int=768, temperature: float|str=0.0,
                      backend: str='hf', out=None, cache: bool=True) -> dict:
     "Generate with each model, write the tables under `out` (default data/wscplus/generation/); the yield summary."
     from wordbench.cache import CachedLM
+    temperature = generation_temperature(temperature)
     out = Path(out or default_generation_dir())
     out.mkdir(parents=True, exist_ok=True)
     plan, known, tables = generation_plan(templates, queries, calls), known_statements(), []

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 from ..stats import mcnemar_exact_p
 from .sources import WSCPLUS_TYPES
-from .extract import TAXONOMY
+from .extract import TAXONOMY, taxonomy
 
 # %% auto #0
-__all__ = ['EVAL_COLUMNS', 'wilson_interval', 'evaluation_table', 'baseline_table', 'mcnemar_table']
+__all__ = ['EVAL_COLUMNS', 'CALIBRATED_SUFFIX', 'wilson_interval', 'evaluation_table', 'baseline_table', 'mcnemar_table',
+           'pair_accuracy', 'calibrate_scored', 'answer_shares']
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c006
 def wilson_interval(correct: int, n: int, z: float=1.959964) -> tuple[float, float]:
@@ -97,3 +98,47 @@ def mcnemar_table(df: pd.DataFrame, # one row per evaluator and item: evaluator,
             rows.append(dict(evaluator_a=a, evaluator_b=b, n=len(x), both=both, only_a=only_a, only_b=only_b,
                              neither=len(x) - both - only_a - only_b, p_value=mcnemar_exact_p(only_b, only_a)))
     return pd.DataFrame(rows)
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #83f9e598
+def pair_accuracy(df: pd.DataFrame # one row per evaluator and item: evaluator, pair_id, type, label, pred
+                 ) -> pd.DataFrame:
+    "Per evaluator and type (and `all`): evaluated pairs, pairs with both twins right (%, Wilson CI), item accuracy."
+    ok = df.assign(ok=(df.pred == df.label).fillna(False).astype(bool))
+    two = ok[ok.groupby(['evaluator', 'pair_id']).ok.transform('size') == 2]
+    rows = []
+    for (e, t), g in pd.concat([two.assign(type='all'), two]).groupby(['evaluator', 'type'], sort=False):
+        per = g.groupby('pair_id').ok.all()
+        lo, hi = wilson_interval(int(per.sum()), len(per))
+        rows.append(dict(evaluator=e, type=t, pairs=len(per), both_right=int(per.sum()),
+                         pair_accuracy=100 * per.mean(), lo=lo, hi=hi, item_accuracy=100 * g.ok.mean()))
+    cols = ['evaluator', 'type', 'pairs', 'both_right', 'pair_accuracy', 'lo', 'hi', 'item_accuracy']
+    return pd.DataFrame(rows, columns=cols)
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #3b99a827
+CALIBRATED_SUFFIX = '-calibrated'  # strategy suffix of the prior-calibrated scored rows
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #300439b2
+def calibrate_scored(rows: pd.DataFrame # result rows; the scored ones (logprob0-2 recorded) are used
+                    ) -> pd.DataFrame:
+    "Scored rows re-decided against the batch prior per model and strategy (`<strategy>-calibrated`)."
+    lp = [f'logprob{d}' for d in range(3)]
+    sc = rows[(rows.protocol == 'score') & rows[lp].notna().all(axis=1)].copy()
+    logp = sc[lp].to_numpy(float)
+    logp = logp - np.logaddexp.reduce(logp, axis=1, keepdims=True)
+    keys = sc.model.astype(str) + '|' + sc.strategy.astype(str)
+    prior = pd.DataFrame(np.exp(logp), index=sc.index).groupby(keys.values).transform('mean').to_numpy()
+    pred = np.argmax(logp - np.log(prior), axis=1)
+    return sc.assign(strategy=sc.strategy + CALIBRATED_SUFFIX, protocol='score-calibrated',
+                     pred=pd.array(pred, dtype='Int64'), correct=(pred == sc.label.to_numpy()).astype(int),
+                     rule='prior_calibrated', taxonomy=[taxonomy(l, int(p)) for l, p in zip(sc.label, pred)])
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #cb549baf
+def answer_shares(rows: pd.DataFrame, # result rows with `pred` (missing: no answer)
+                  by: Sequence[str]=('model', 'strategy') # the groups
+                 ) -> pd.DataFrame:
+    "Per group: items, and the % of items answered 0, 1, 2 and none (`answer_none`), and the top share."
+    ans = rows.pred.map(lambda v: 'none' if pd.isna(v) else str(int(v)))
+    t = pd.crosstab([rows[c] for c in by], ans, normalize='index').mul(100)
+    t = t.reindex(columns=['0', '1', '2', 'none'], fill_value=0.0).add_prefix('answer_')
+    t.insert(0, 'n', rows.groupby(list(by)).size())
+    return t.assign(top_share=t[['answer_0', 'answer_1', 'answer_2']].max(axis=1)).reset_index()

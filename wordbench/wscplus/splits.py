@@ -13,9 +13,9 @@ from .sources import (load_wscplus, load_wscplus_results, normalise_generator, W
                                        WSCPLUS_TYPES)
 
 # %% auto #0
-__all__ = ['COPY_THRESHOLD', 'SPLIT_COLUMNS', 'SPLITS_BUILD_COMMAND', 'ITEM_FIELDS', 'normalise_text', 'align_results',
-           'repair_results', 'match_items', 'pair_ids', 'prompt_example_similarity', 'recover_splits',
-           'published_results', 'default_splits_dir', 'build_splits', 'load_splits', 'load_items']
+__all__ = ['MATCH_FLOOR', 'COPY_THRESHOLD', 'SPLIT_COLUMNS', 'SPLITS_BUILD_COMMAND', 'ITEM_FIELDS', 'normalise_text',
+           'align_results', 'repair_results', 'match_items', 'pair_ids', 'prompt_example_similarity', 'recover_splits',
+           'straddling_pairs', 'published_results', 'default_splits_dir', 'build_splits', 'load_splits', 'load_items']
 
 # %% ../../nbs/41_wscplus_splits.ipynb #e1a0c007
 def normalise_text(text: str) -> str:
@@ -95,18 +95,21 @@ def _index(df: pd.DataFrame, cols) -> dict:
     for i, k in zip(df.index, _keys(df, cols)): idx[k].append(i)
     return idx
 
+# %% ../../nbs/41_wscplus_splits.ipynb #904cc17d
+MATCH_FLOOR = 0.8  # least statement similarity of a fuzzy match (the edited items match at 0.89 or more)
+
 # %% ../../nbs/41_wscplus_splits.ipynb #e1a0c012
 def match_items(rows: pd.DataFrame, # rows of a phase-2 file
                 wscplus: pd.DataFrame # `load_wscplus()`
                ) -> pd.DataFrame:
-    "Per row of `rows`: the matched WSC+ `line`, the `match_kind` and the statement `similarity`."
+    "Per row of `rows`: the matched WSC+ `line` (NA when unmatched), the `match_kind` and the statement `similarity`."
     pool = wscplus[wscplus.generator != 'Human']
     full, by_statement, used, out = _index(pool, _FULL_KEY), _index(pool, _STATEMENT_KEY), set(), []
     for kf, ks in zip(_keys(rows, _FULL_KEY), _keys(rows, _STATEMENT_KEY)):
         free = [i for i in full.get(kf, []) if i not in used]
         kind = ('exact' if len(full[kf]) == 1 else 'exact_duplicate') if free else None
         if not free: free, kind = [i for i in by_statement.get(ks, []) if i not in used], 'statement'
-        out.append((free[0], kind) if free else None)
+        out.append((free[0], kind, 1.0) if free else None)
         if free: used.add(free[0])
     for n, m in enumerate(out):
         if m is not None: continue
@@ -114,12 +117,11 @@ def match_items(rows: pd.DataFrame, # rows of a phase-2 file
         cands = pool[(pool.generator == r.generator) & (pool.answer == r.answer) & ~pool.index.isin(used)]
         sims = {i: _similarity(normalise_text(r.statement), normalise_text(s)) for i, s in cands.statement.items()}
         best = max(sims, key=lambda i: (sims[i], -i))
-        used.add(best)
-        out[n] = (best, 'fuzzy')
-    sim = [1.0 if k != 'fuzzy' else _similarity(normalise_text(s), normalise_text(wscplus.statement[i]))
-           for (i, k), s in zip(out, rows.statement)]
-    return pd.DataFrame({'line': [int(wscplus.line[i]) for i, _ in out], 'match_kind': [k for _, k in out],
-                         'similarity': [round(s, 4) for s in sim]}, index=rows.index)
+        out[n] = (best, 'fuzzy', sims[best]) if sims[best] >= MATCH_FLOOR else (None, 'unmatched', sims[best])
+        if sims[best] >= MATCH_FLOOR: used.add(best)
+    lines = [pd.NA if i is None else int(wscplus.line[i]) for i, _, _ in out]
+    return pd.DataFrame({'line': pd.array(lines, dtype='Int64'), 'match_kind': [k for _, k, _ in out],
+                         'similarity': [round(s, 4) for _, _, s in out]}, index=rows.index)
 
 # %% ../../nbs/41_wscplus_splits.ipynb #e1a0c016
 def pair_ids(wscplus: pd.DataFrame) -> pd.Series:
@@ -157,7 +159,8 @@ def recover_splits(wscplus: pd.DataFrame, # `load_wscplus()`
     alignment = align_results(results)
     fixed, repairs = repair_results(results, alignment)
     matched = match_items(fixed['GPT4'], wscplus)
-    val = pd.concat([matched.reset_index(drop=True), alignment], axis=1).set_index('line')
+    both = pd.concat([matched.reset_index(drop=True), alignment], axis=1)
+    val = both[both.line.notna()].astype({'line': int}).set_index('line')
     df = wscplus[['line', 'generator', 'type', 'answer']].copy()
     df['split'] = ['few-shot' if g == 'Human' else 'validation' if l in val.index else 'test'
                    for l, g in zip(df.line, df.generator)]
@@ -167,25 +170,35 @@ def recover_splits(wscplus: pd.DataFrame, # `load_wscplus()`
     df['prompt_example_similarity'] = prompt_example_similarity(wscplus)
     df['copies_prompt_example'] = df.prompt_example_similarity >= COPY_THRESHOLD
     df = df.astype({c: 'Int64' for c in ('pos_GPT4', 'pos_GPT3', 'pos_Claude2')})
-    return df[SPLIT_COLUMNS].reset_index(drop=True), dict(alignment=alignment, repairs=repairs, results=fixed)
+    return df[SPLIT_COLUMNS].reset_index(drop=True), dict(alignment=alignment, repairs=repairs, results=fixed,
+                                          unmatched=both[both.line.isna()].set_index('pos_GPT4'))
+
+# %% ../../nbs/41_wscplus_splits.ipynb #7fecf7e8
+def straddling_pairs(splits: pd.DataFrame) -> pd.DataFrame: # a split table (`recover_splits`, `load_splits`)
+    "Pairs with one twin in validation and the other in test: pair id, type and each twin's line and split."
+    two = splits[splits.pair_id.map(splits.pair_id.value_counts()) == 2]
+    mixed = two.groupby('pair_id').split.transform(lambda s: set(s) == {'validation', 'test'})
+    return two[mixed][['pair_id', 'line', 'type', 'split']].reset_index(drop=True)
 
 # %% ../../nbs/41_wscplus_splits.ipynb #e1a0c021
 def published_results(wscplus: pd.DataFrame|None=None, # `load_wscplus()`; default: load it
                       results: dict|None=None # evaluator -> phase-2 frame; default: load the three
                      ) -> pd.DataFrame:
-    "The three published evaluations, one row per evaluator and item, repaired and matched to WSC+ lines."
+    "The three published evaluations, one row per evaluator and item (its GPT-4 position), repaired, with WSC+ lines."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         wscplus = load_wscplus() if wscplus is None else wscplus
         results = results or {e: load_wscplus_results(e) for e in WSCPLUS_EVALUATORS}
     splits, how = recover_splits(wscplus, results)
-    val = splits[splits.split == 'validation']
+    val, asked = splits[splits.split == 'validation'], how['alignment']
     frames = []
     for e, df in how['results'].items():
         line = val.set_index(f'pos_{e}').line
-        frames.append(df.assign(evaluator=normalise_generator(e), position=df.index, line=line.reindex(df.index).values,
-                                asked_identically=val.set_index(f'pos_{e}').asked_identically.reindex(df.index).values))
-    cols = ['evaluator', 'position', 'line', 'generator', 'type', 'answer', 'predicted_answer', 'result',
+        item = asked.set_index(f'pos_{e}', drop=False).pos_GPT4.reindex(df.index).values
+        frames.append(df.assign(evaluator=normalise_generator(e), position=df.index, item=item,
+                                line=line.reindex(df.index).values,
+                                asked_identically=asked.set_index(f'pos_{e}').asked_identically.reindex(df.index).values))
+    cols = ['evaluator', 'position', 'item', 'line', 'generator', 'type', 'answer', 'predicted_answer', 'result',
             'asked_identically', 'query', 'predicted_reason']
     out = pd.concat(frames, ignore_index=True)[cols]
     out.attrs['repairs'] = how['repairs']
@@ -202,7 +215,7 @@ def default_splits_dir() -> Path:
 # %% ../../nbs/41_wscplus_splits.ipynb #e1a0c026
 def _split_report(splits: pd.DataFrame, how: dict, wscplus: pd.DataFrame) -> dict:
     val, al = splits[splits.split == 'validation'], how['alignment']
-    fuzzy = val[val.match_kind == 'fuzzy']
+    fuzzy, val_un = val[val.match_kind == 'fuzzy'], how['unmatched']
     def counts(col): return {s: g[col].value_counts().sort_index().to_dict() for s, g in splits.groupby('split')}
     paired = splits.pair_id.map(splits.pair_id.value_counts()) == 2
     return {'rows': len(splits), 'splits': splits.split.value_counts().sort_index().to_dict(),
@@ -210,10 +223,13 @@ def _split_report(splits: pd.DataFrame, how: dict, wscplus: pd.DataFrame) -> dic
             'validation_match_kinds': val.match_kind.value_counts().sort_index().to_dict(),
             'fuzzy_matches': [dict(line=int(l), pos_GPT4=int(p), similarity=float(s))
                               for l, p, s in zip(fuzzy.line, fuzzy.pos_GPT4, fuzzy.similarity)],
+            'unmatched': [dict(pos_GPT4=int(p), best_similarity=float(s)) for p, s in
+                          zip(val_un.index, val_un.similarity)],
             'asked_identically': int(val.asked_identically.sum()),
             'alignment': {e: al[f'match_{e}'].value_counts().sort_index().to_dict() for e in ('GPT3', 'Claude2')},
             'repairs': how['repairs'],
             'pairs': {t: int(paired[g.index].sum() // 2) for t, g in splits.groupby('type')},
+            'pairs_straddling_validation_test': straddling_pairs(splits).groupby('type').pair_id.nunique().to_dict(),
             'copies_prompt_example': [int(l) for l in splits.line[splits.copies_prompt_example]],
             'mojibake_repaired_cells': wscplus.attrs.get('mojibake_repaired_cells'),
             'residue_repaired_cells': wscplus.attrs.get('residue_repaired_cells')}
