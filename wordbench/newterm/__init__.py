@@ -6,7 +6,7 @@
 from __future__ import annotations
 from ..report import Analysis, register_analysis
 from ..tasks import Builder, Option, register_builder
-from . import sources, items, prompts, task, scores, errors, terms, construct, build, export  # registers
+from . import sources, items, prompts, task, scores, errors, terms, build_prompts, build, export  # registers
 from . import paper  # registers the report cards
 
 # %% auto #0

@@ -18,7 +18,7 @@ from .sources import load_newterm
 from .items import term_type
 from .task import DEDUCE_SYSTEM, DEDUCE_USER, meaning_similarity, sentence_embedder
 from .terms import zipf_frequency
-from .construct import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messages, diversity_filter,
+from .build_prompts import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messages, diversity_filter,
                                          find_term, parse_score, parse_selection, parse_terms, parse_wrong_sentences,
                                          perplexity, quoted_list, reply_lines, split_coma, token_count)
 
