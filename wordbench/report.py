@@ -65,21 +65,30 @@ PALETTE = {'ours': '#4C72B0', 'paper': '#DD8452', 'released': '#DD8452'}  # ours
 
 # %% ../nbs/09_report.ipynb #be162e8e
 def chance_line(ax, # a matplotlib Axes
-                value: float=50, # chance accuracy in the axis' units
+                value: float=50, # the baseline's accuracy in the axis' units
                 vertical: bool=False, # a vertical line (accuracy on the x axis)
-                label: str|None=None): # legend entry (None: not in the legend)
-    "Draw the chance (or any baseline) level as a thin dotted line."
+                label: str|None=None, # legend entry; None: "chance <value>%"; '': not in the legend
+                ls: str=':', color: str='0.3'): # line style and colour (a second baseline: another style)
+    "Draw a trivial baseline (chance by default) as a thin labelled line."
+    label = f'chance {value:.3g}%' if label is None else label
     line = ax.axvline if vertical else ax.axhline
-    return line(value, color='0.3', lw=0.8, ls=':', **({'label': label} if label else {}))
+    return line(value, color=color, lw=0.8, ls=ls, **({'label': label} if label else {}))
 
 # %% ../nbs/09_report.ipynb #85d2b86f
-def paper_vs_ours(ours: pd.DataFrame, # our numbers
-                  paper: pd.DataFrame, # the paper's numbers, same columns where they apply
-                  paper_label: str='paper', # the `from` value of the paper's rows
-                  columns: Sequence[str]|None=None) -> pd.DataFrame: # columns to keep, after `from`
-    "One long table of ours and the paper's rows, with a leading `from` column."
-    long = pd.concat([ours.assign(**{'from': 'ours'}), paper.assign(**{'from': paper_label})], ignore_index=True)
-    return long[['from'] + [c for c in (columns or long.columns) if c != 'from']]
+def paper_vs_ours(ours: pd.DataFrame, # our numbers: the key columns and `value` (other columns are kept)
+                  paper: pd.DataFrame, # the paper's numbers: the key columns and `value`
+                  on: Sequence[str], # key columns
+                  value: str='acc') -> pd.DataFrame: # the compared column (renamed `ours` and `paper`)
+    "Ours beside the paper's on `on`, with `diff` = ours - paper (NaN where either is missing)."
+    on = list(on)
+    for side, df in (('ours', ours), ('paper', paper)):
+        dup = df.duplicated(on)
+        if dup.any(): raise ValueError(f'paper_vs_ours: {side} repeats key {df[on][dup].iloc[0].tolist()}')
+    p = paper[on + [value]].rename(columns={value: 'paper'})
+    t = ours.rename(columns={value: 'ours'}).merge(p, on=on, how='left')
+    only = p.merge(ours[on], on=on, how='left', indicator=True).query('_merge == "left_only"').drop(columns='_merge')
+    t = pd.concat([t, only], ignore_index=True) if len(only) else t
+    return t.assign(diff=t.ours - t.paper)
 
 # %% ../nbs/09_report.ipynb #75e3bc65
 def sort_by_order(df: pd.DataFrame, # rows to sort

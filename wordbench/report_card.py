@@ -12,23 +12,14 @@ import numpy as np
 import pandas as pd
 from .core import Registry, project_root, atomic_write
 from .report import save_figure, save_table, chance_line, PALETTE
+from .stats import wilson_ci
 from .results import results_dir, results_path
 from .tasks import TASKS
 
 # %% auto #0
-__all__ = ['CARD_COLUMNS', 'CARDS', 'wilson', 'ours_row', 'ref_row', 'majority_row', 'Card', 'register_card', 'default_card',
+__all__ = ['CARD_COLUMNS', 'CARDS', 'ours_row', 'ref_row', 'majority_row', 'Card', 'register_card', 'default_card',
            'task_protocol', 'reply_health', 'model_card', 'card_table', 'card_figure', 'card_blocks', 'blocks_markdown',
            'blocks_html', 'write_card']
-
-# %% ../nbs/09b_report_card.ipynb #663adcfe
-def wilson(correct: int, # hits
-           n: int, # trials
-           z: float=1.959964) -> tuple[float, float, float]: # normal quantile (95% by default)
-    "`(percent, lo, hi)`: the share `correct / n` and its Wilson score interval, in percent; NaNs when `n` is 0."
-    if n == 0: return (np.nan, np.nan, np.nan)
-    p, d = correct / n, 1 + z * z / n
-    centre, half = (p + z * z / (2 * n)) / d, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (100 * p, 100 * (centre - half), 100 * (centre + half))
 
 # %% ../nbs/09b_report_card.ipynb #f94b67a9
 CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n')  # one headline row; value, lo, hi in percent
@@ -36,10 +27,12 @@ CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n')  # one head
 # %% ../nbs/09b_report_card.ipynb #f9365bc8
 def ours_row(setting: str, # the row's label, e.g. 'wsc winodict 0-shot'
              rows: pd.DataFrame) -> dict: # result rows with `correct` and `failed`; failed rows are left out
-    "Our accuracy on `rows` with its Wilson interval and n."
+    "Our accuracy on `rows` (%) with its Wilson interval and n."
     ok = rows[~rows.failed.astype(bool)]
-    v, lo, hi = wilson(int(ok.correct.astype(float).fillna(0).sum()), len(ok))
-    return dict(setting=setting, kind='ours', name='this model', value=v, lo=lo, hi=hi, n=len(ok))
+    hits, n = ok.correct.astype(float).fillna(0).sum(), len(ok)
+    lo, hi = wilson_ci(hits, n)
+    return dict(setting=setting, kind='ours', name='this model', value=100 * hits / n if n else np.nan,
+                lo=100 * float(lo), hi=100 * float(hi), n=n)
 
 # %% ../nbs/09b_report_card.ipynb #4142028c
 def ref_row(setting: str, kind: str, # 'baseline' or 'paper'

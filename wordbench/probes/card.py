@@ -5,7 +5,7 @@
 # %% ../../nbs/38a_probes_card.ipynb #ee0e311c
 from __future__ import annotations
 import pandas as pd
-from ..report_card import Card, ref_row, register_card, wilson
+from ..report_card import Card, ref_row, register_card
 from .paper import PAPER_TABLE2, TABLE2_COLUMNS
 from .items import probe_items, frequency_baseline
 from .task import cloze_scores
@@ -23,8 +23,7 @@ def probes_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `probes-clo
     scores = cloze_scores(res, rules=['clean'])
     for r in scores[scores.metric == 'top5'].itertuples():
         s = f'{r.dataset} ({r.strategy})' if res.strategy.nunique() > 1 else r.dataset
-        v, lo, hi = wilson(int(r.count), int(r.n))
-        out += [dict(setting=s, kind='ours', name='this model', value=v, lo=lo, hi=hi, n=int(r.n)),
+        out += [dict(setting=s, kind='ours', name='this model', value=r.value, lo=r.lo, hi=r.hi, n=int(r.n)),
                 ref_row(s, 'baseline', 'most frequent targets', frequency_baseline(probe_items(r.dataset))[5])]
         if (r.dataset, 'top5') in TABLE2_COLUMNS:
             col = TABLE2_COLUMNS.index((r.dataset, 'top5'))

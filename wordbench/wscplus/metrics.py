@@ -8,7 +8,7 @@ import math
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from ..stats import mcnemar_exact_p
+from ..stats import mcnemar_exact_p, wilson_ci
 from .sources import WSCPLUS_TYPES
 from .extract import TAXONOMY, taxonomy
 
@@ -17,12 +17,12 @@ __all__ = ['EVAL_COLUMNS', 'CALIBRATED_SUFFIX', 'wilson_interval', 'evaluation_t
            'pair_accuracy', 'calibrate_scored', 'answer_shares']
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c006
-def wilson_interval(correct: int, n: int, z: float=1.959964) -> tuple[float, float]:
-    "The Wilson score interval of `correct / n` in percent (95% by default); NaN when n is 0."
-    if n == 0: return (math.nan, math.nan)
-    p = correct / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (100 * (centre - half) / (1 + z * z / n), 100 * (centre + half) / (1 + z * z / n))
+def wilson_interval(correct: int, # correct answers
+                    n: int, # items; 0 gives NaN
+                    alpha: float=0.05) -> tuple[float, float]: # 1 - the coverage
+    "`wordbench.stats.wilson_ci` of `correct / n` in percent, as two floats."
+    lo, hi = wilson_ci(correct, n, alpha)
+    return 100 * float(lo), 100 * float(hi)
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c009
 EVAL_COLUMNS = ['evaluator', 'generator', 'type', 'metric', 'correct', 'n', 'value', 'lo', 'hi']
