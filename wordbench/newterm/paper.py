@@ -9,7 +9,9 @@ from ..report_card import Card, ours_row, ref_row, majority_row, register_card
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
 
 # %% auto #0
-__all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'CHOICES', 'CARD_MODELS', 'NEWTERM_CARDS', 'newterm_card_rows']
+__all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED', 'PAPER_SIZE_PAIRS',
+           'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CHOICES', 'CARD_MODELS', 'NEWTERM_CARDS',
+           'newterm_card_rows']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
 PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 744, ('2023', 'clean'): 715}  # items
@@ -17,6 +19,35 @@ PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 74
 # %% ../../nbs/28b_newterm_paper.ipynb #c1b12cca
 PAPER_LEARNED = {'Llama': (38, 25), 'Claude': (36, 25), 'GPT': (67, 44)}  # learned terms in 2022, 2023 (section 4.3)
 PAPER_LEARNED_GAIN = {'learned': 10.70, 'unlearned': 5.37}  # accuracy gain (points) after an update, 2022
+
+# %% ../../nbs/28b_newterm_paper.ipynb #2cf8c9e4
+PAPER_CLEAN_SIZES = {('2022', 'COMA'): 255, ('2022', 'COST'): 230, ('2022', 'CSJ'): 259,   # clean items per task
+                     ('2023', 'COMA'): 228, ('2023', 'COST'): 236, ('2023', 'CSJ'): 251}
+
+# %% ../../nbs/28b_newterm_paper.ipynb #aa824061
+PAPER_DERIVED = {  # name -> the paper's number (points, or % for `kept_by_filtering`)
+    'base_minus_gold': -25.63,          # Base - Gold, average over models and years
+    'larger_minus_smaller_gold': 9.39,  # Gold gain of the larger model of a same-release pair
+    'base_minus_gold_smaller': -25.13, 'base_minus_gold_larger': -26.94,
+    'year_change_gold': 0.85, 'year_change_base': 8.51,  # 2023 - 2022, Average row
+    'update_base_2022': 3.57, 'update_base_2023': 0.10, 'update_gold': 0.67,  # newer knowledge cutoff
+    'raw_vs_clean_mean_abs_change': 1.59,  # Table 18: mean |raw - clean| over 15 models x 3 tasks, 2022
+    'kept_by_filtering': 81.06}         # % of the 1,800 questions that human filtering kept
+
+# %% ../../nbs/28b_newterm_paper.ipynb #8bc64ce4
+PAPER_SIZE_PAIRS = (('Llama-2-Chat-7B', 'Llama-2-Chat-70B'), ('Llama-3-Instruct-8B', 'Llama-3-Instruct-70B'),
+                    ('Claude-3-haiku', 'Claude-3-opus'), ('GPT-3.5-0613', 'GPT-4-0613'), ('GPT-3.5-0125', 'GPT-4-0125'))
+PAPER_UPDATES = (('Claude-Instant-1.2', 'Claude-3-haiku'), ('GPT-4-0613', 'GPT-4-0125'))  # (older, newer) cutoff
+
+# %% ../../nbs/28b_newterm_paper.ipynb #8035457a
+PAPER_MISMATCHES = {  # table -> ({task: (Multi, Zero, Wrong)}, annotations per task, {task: Acc})
+    'Table 17': ({'COMA': (102, 112, 202), 'COST': (129, 142, 77), 'CSJ': (0, 0, 281)}, 1800,
+                 {'COMA': 76.89, 'COST': 80.67, 'CSJ': 84.39}),
+    'Table 20 (GPT-4)': ({'COMA': (49, 54, 97), 'COST': (50, 55, 30), 'CSJ': (0, 0, 140)}, 900,
+                         {'COMA': 77.78, 'COST': 85.00, 'CSJ': 84.44}),
+    'Table 20 (Claude-2.1)': ({'COMA': (81, 51, 176), 'COST': (36, 136, 38), 'CSJ': (0, 0, 121)}, 900,
+                              {'COMA': 65.78, 'COST': 76.67, 'CSJ': 86.56})}
+PAPER_MISMATCH_SHARES = {'Multi': 22.11, 'Zero': 51.19, 'Wrong': 26.70}  # §C.2: % of Table 17's disagreements
 
 # %% ../../nbs/28b_newterm_paper.ipynb #1769efef
 CHOICES = {'COMA': 4, 'COST': 4, 'CSJ': 2}                      # answer options per task (uniform chance)
