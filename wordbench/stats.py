@@ -45,8 +45,8 @@ def exact_sign_flip_p(a, # model A's per-item scores (integer-valued: 0/1 correc
 # %% ../nbs/08_stats.ipynb #6878def5
 def accuracy_table(results: pd.DataFrame, # one row per item x setting (a task's results)
                    by: Sequence[str]=('model', 'strategy', 'shots'), # grouping columns
-                   runs: Sequence[str]=('seed',) # columns whose combinations are the runs (a schema's `runs`)
-                  ) -> pd.DataFrame:
+                   runs: Sequence[str]=('seed',), # columns whose combinations are the runs (a schema's `runs`)
+                   item: str|None=None) -> pd.DataFrame: # the item column: adds a Wilson interval over items
     "Accuracy (%) per group: mean and std over runs, with run, item, failure (and invalid-answer) counts."
     by, runs = list(by), list(runs)
     ok = results[~results.failed].assign(correct=lambda d: d.correct.astype(float))
@@ -54,6 +54,10 @@ def accuracy_table(results: pd.DataFrame, # one row per item x setting (a task's
     g = per_run.groupby(by, observed=True)
     out = pd.DataFrame({'acc': 100 * g['mean'].mean(), 'acc_std': 100 * g['mean'].std(ddof=1),
                         'n_runs': g.size(), 'n_items': g['size'].min()})
+    if item:
+        per_item = ok.groupby(by + [item], observed=True).correct.mean().groupby(level=by, observed=True)
+        lo, hi = wilson_ci(per_item.sum(), per_item.size())
+        out = out.join(pd.DataFrame({'ci_lo': 100 * lo, 'ci_hi': 100 * hi}, index=per_item.sum().index))
     counts = {'n_failed': results.groupby(by, observed=True).failed.sum()}
     if 'invalid' in results.columns: counts['n_invalid'] = results.groupby(by, observed=True).invalid.sum()
     out = out.join(pd.DataFrame(counts), how='outer').fillna({'n_runs': 0, 'n_items': 0})

@@ -11,7 +11,7 @@ from .task import once_per_twin
 
 # %% auto #0
 __all__ = ['PAPER_CELLS', 'PAPER_TABLE2', 'PAPER_HUMAN', 'CARD_STRATEGIES', 'CARD_MODELS', 'WINODICT_CARD', 'PAPER_TABLE4',
-           'FOREIGN_CARD', 'PAPER_TABLE3', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
+           'FOREIGN_CARD', 'PAPER_TABLE3', 'PAPER_TABLE1', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
 
 # %% ../../nbs/17_winodict_paper.ipynb #98502752
 PAPER_CELLS = [(src, ds, k) for src in ('wsc', 'winogrande') for ds in ('winodict', 'original') for k in (0, 1, 5)]
@@ -95,3 +95,8 @@ PAPER_TABLE3 = {  # Table 3 (PaLM 540B): strategy -> (Winograd, WinoGrande) accu
     'shift_def_prefix': (66.1, 60.8), 'shift_def_suffix': (75.6, 60.4), 'shift_syn_prefix': (69.4, 60.1),
     'shift_syn_suffix': (83.3, 74.7), 'shift_empty': (51.1, 49.7),
 }
+
+# %% ../../nbs/17_winodict_paper.ipynb #83f8aff2
+PAPER_TABLE1 = {  # Table 1: row -> (Winograd, WinoGrande, Total)
+    'VERB': (67, 56, 123), 'NOUN': (34, 24, 58), 'ADV': (5, 25, 30), 'ADJ': (74, 211, 285), 'Total': (180, 316, 496),
+    'Orig. Size': (273, 12282, 12555), 'Sent. Len': (16.34, 18.93, 17.99), 'Def. Len': (14.07, 14.3, 14.22)}

@@ -169,5 +169,5 @@ def winodict_accuracy(results: pd.DataFrame, # WinoDict (or foreign-words) resul
                       by: Sequence[str]=('model', 'source', 'dataset', 'strategy', 'shots'), # grouping columns
                       runs: Sequence[str]=WINODICT_SCHEMA.runs # columns whose combinations are the runs
                      ) -> pd.DataFrame:
-    "Accuracy (%) per group, mean and std over runs, original-word rows counted once per twin."
-    return accuracy_table(once_per_twin(results), by, runs)
+    "Accuracy (%) per group, mean and std over runs and a Wilson interval over twins; original rows once per twin."
+    return accuracy_table(once_per_twin(results), by, runs, item='id')
