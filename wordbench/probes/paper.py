@@ -10,9 +10,9 @@ import pandas as pd
 from .published import PUBLISHED_MODELS
 
 # %% auto #0
-__all__ = ['TABLE2_COLUMNS', 'PAPER_TABLE2', 'PAPER_TABLE1', 'PAPER_TOPK', 'PAPER_GROUPS', 'PAPER_FIGURES', 'KNOWN_CAUSES',
-           'ROUNDING_NOTES', 'group_changes', 'paper_table2', 'paper_cells', 'cell_status', 'known_cause',
-           'quoted_numbers', 'compare_with_paper']
+__all__ = ['TABLE2_COLUMNS', 'PAPER_TABLE2', 'PAPER_TABLE1', 'PAPER_TOPK', 'PAPER_GROUPS', 'PAPER_FIGURES', 'PAPER_TOP20_RATIOS',
+           'KNOWN_CAUSES', 'ROUNDING_NOTES', 'group_changes', 'paper_table2', 'paper_cells', 'cell_status',
+           'known_cause', 'quoted_numbers', 'compare_with_paper']
 
 # %% ../../nbs/33_probes_paper.ipynb #83b77123
 TABLE2_COLUMNS = [('ROLE-88', 'top5'), ('NEG-136-SIMP', 'top5'), ('NEG-136-SIMP', 'sensitivity'), ('ROLE-1500', 'top5'),
@@ -134,6 +134,10 @@ PAPER_FIGURES = {  # figure -> (dataset, [(target, bar height), ...]) as read fr
         'attacked seen killed eaten liked hired chosen beaten avoided thanked served for photographed identified '
         'robbed impressed feared slain interviewed haunted'.split(),
         [5, 4, 4, 4, 4, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1])))}
+
+# %% ../../nbs/33_probes_paper.ipynb #6f95cb24
+PAPER_TOP20_RATIOS = {'NEG-1500-SIMP-GEN': '3× (animal vs tree)', 'NEG-1500-SIMP-TEMP': '1.5×',  # §3/§5, as worded
+                      'ROLE-1500': 'three-fold'}
 
 # %% ../../nbs/33_probes_paper.ipynb #1c785b1a
 def paper_cells() -> pd.DataFrame:
