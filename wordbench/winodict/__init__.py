@@ -34,13 +34,13 @@ WINODICT_ANALYSES = [
              'WinoDict Table 1'),
     Analysis('winodict_examples', 'a page of example twins, original and WinoDict, with the definition prompt',
              'WinoDict Figure 1', params_from=_MODELS),
-    Analysis('winodict_table2',
-             'WinoDict vs original items, 0/1/5 shots, mean ± std over word sets and seeds, per model',
+    Analysis('winodict_table2', 'WinoDict vs original items, 0/1/5 shots, mean ± std over word sets and seeds '
+             'and a Wilson 95% interval over twins, per model',
              'WinoDict Table 2', params_from=_MODELS),
-    Analysis('winodict_table3', 'accuracy per prompt strategy', 'WinoDict Table 3',
+    Analysis('winodict_table3', 'accuracy per prompt strategy, Wilson 95% intervals over twins', 'WinoDict Table 3',
              params_from={'models': 'strategy_models', 'results_dir': 'results_dir'}),
-    Analysis('winodict_table4', 'foreign-inspired words with synthetic surface forms', 'WinoDict Table 4 / Table 7',
-             params_from=_MODELS),
+    Analysis('winodict_table4', 'foreign-inspired words with synthetic surface forms, Wilson 95% intervals',
+             'WinoDict Table 4 / Table 7', params_from=_MODELS),
     Analysis('winodict_figure2', 'accuracy by quartile of six item attributes, bootstrap 95% CIs', 'WinoDict Figure 2',
              params_from=_MODELS)]
 for _a in WINODICT_ANALYSES: register_analysis(_a)
