@@ -105,7 +105,8 @@ def test_refusal_recorded_and_raised(smol):
         lm._alignment = LogprobAlignmentError('no echo here', 'use vLLM')   # as if the self-check had failed
         lm.require({GenerateRequest})
         with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
-    assert lm.capabilities['prompt_logprobs'] is None and lm.capabilities['scoring_refused'] == 'no echo here; fix: use vLLM'
+    assert lm.capabilities['prompt_logprobs'] is None
+    assert lm.capabilities['scoring_refused'] == 'no echo here; fix: use vLLM'
     assert lm.identity().endswith(':standin:serves=-')
 
 def test_generate_token_id_prompts(smol):

@@ -157,7 +157,7 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     "One completion: chat messages through `/chat/completions`, a raw prompt through `/completions`."
     kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
-    if r.prompt is not None:   # token ids where `_takes_ids` found the endpoint takes them, as the hf backend builds them
+    if r.prompt is not None:   # token ids (as the hf backend builds them) where `_takes_ids` found them taken
         prompt = encode_text(self._tokenizer(), r.prompt) if self.capabilities.get('token_ids') else r.prompt
         out = self._call(self.client.completions.create, prompt=prompt, **kw)
     else:
