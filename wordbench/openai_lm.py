@@ -432,12 +432,14 @@ def _takes_ids(self: OpenAILM) -> bool:
     return self.capabilities['token_ids']
 
 
-# %% ../nbs/03b_openai.ipynb #c24fac48
+# %% ../nbs/03b_openai.ipynb #db10fc70
 def served(capabilities: dict) -> str: # `OpenAILM.capabilities` after a probe
     "What an endpoint serves in one identity field: `chat`, `ids` (token-id prompts), the scoring mode; '-' for none."
     parts = ['chat'] * bool(capabilities.get('chat')) + ['ids'] * bool(capabilities.get('token_ids'))
     return '+'.join(parts + [capabilities['prompt_logprobs']] * bool(capabilities.get('prompt_logprobs'))) or '-'
 
+
+# %% ../nbs/03b_openai.ipynb #c24fac48
 @patch
 def probe(self: OpenAILM) -> dict:
     ("Probe once, with a few tokens, everything the endpoint serves: scoring, token-id prompts, chat, slots; "
