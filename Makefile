@@ -42,8 +42,8 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 	$(BIN)/wordbench export hf --out $(EXPORTS)/hf
 	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
-benchmark: env test-env            ## model-layer speed and exactness vs lm-eval and llama.cpp; parity of the exported lm-eval tasks
-	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity
+benchmark: env test-env            ## model-layer speed and exactness vs lm-eval and llama.cpp; parity of the exported lm-eval tasks; openai backend batching
+	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark
 
 test: setup test-env               ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests

@@ -78,3 +78,48 @@ def test_reported_slots_bound_concurrency(smol):
     with StandIn(smol.model, smol.tokenizer, slots=1) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, max_concurrency=8)
         assert lm._workers() == 1 and lm.capabilities['slots'] == 1
+
+def test_probe_recorded_in_identity(smol):
+    "`require` probes what the endpoint serves once; the identity then names it (the hf backend's is unchanged)."
+    from wordbench.lm import GenerateRequest
+    hf_identity = smol.identity()
+    with StandIn(smol.model, smol.tokenizer) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m')
+        before = lm.identity()
+        lm.require({GenerateRequest})   # a generative task: scoring is probed too, so every run's keys agree
+        calls = lm.counters['http_calls']
+        lm.require({LoglikelihoodRequest})
+        assert lm.counters['http_calls'] == calls   # probed once
+    assert before == f'openai:{srv.base_url}:standin:tok=smollm2-135m'
+    assert lm.identity() == before + ':serves=ids+echo'   # the stand-in has no /chat/completions
+    assert lm.capabilities == {'server': None, 'prompt_logprobs': 'echo', 'token_ids': True, 'chat': False,
+                               'slots': None}
+    assert smol.identity() == hf_identity and smol.identity().startswith('hf:')
+
+def test_refusal_recorded_and_raised(smol):
+    "An endpoint that cannot score: the probe records why; a scoring task is refused with it, a generative one runs."
+    from wordbench.lm import GenerateRequest
+    from wordbench.openai_lm import LogprobAlignmentError
+    with StandIn(smol.model, smol.tokenizer) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none')
+        lm._alignment = LogprobAlignmentError('no echo here', 'use vLLM')   # as if the self-check had failed
+        lm.require({GenerateRequest})
+        with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
+    assert lm.capabilities['prompt_logprobs'] is None
+    assert lm.capabilities['scoring_refused'] == 'no echo here; fix: use vLLM'
+    assert lm.identity().endswith(':standin:serves=-')
+
+def test_generate_token_id_prompts(smol):
+    "Raw prompts go as token ids, built as the hf backend builds them, where the endpoint takes them: the same text."
+    from wordbench.lm import GenerateRequest
+    from wordbench.hf_common import encode_text
+    reqs = [GenerateRequest(prompt='The cat sat on', max_tokens=5), GenerateRequest(prompt='Once upon a', max_tokens=3)]
+    ref = smol.generate(reqs)
+    with StandIn(smol.model, smol.tokenizer) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m')
+        out = lm.generate(reqs)
+        sent = sorted(b['prompt'] for b in srv.bodies if b['max_tokens'] > 1)
+    assert lm.capabilities['token_ids'] is True and not lm.failures
+    assert sent == sorted(encode_text(smol.tokenizer, r.prompt) for r in reqs)
+    assert [o.text for o in out] == [o.text for o in ref], (out, ref)
+    assert [o.completion_tokens for o in out] == [5, 3]

@@ -72,7 +72,9 @@ SHARED_ANALYSES = [
     Analysis('lm_generation_benchmark', 'hf generation engine vs one-at-a-time decoding, lm-eval generate_until and '
              'llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False),
     Analysis('lm_eval_parity', 'the exported lm-eval tasks under lm-eval HFLM vs the committed cpu-grid rows: '
-             'log-likelihood differences and decisions per task', main=False)]
+             'log-likelihood differences and decisions per task', main=False),
+    Analysis('openai_batching_benchmark', 'openai backend against a local vLLM stand-in: requests/s one prompt per '
+             'call vs batches and concurrency, max |Δ log-likelihood| and decisions vs hf, memory', main=False)]
 for _a in SHARED_ANALYSES: register_analysis(_a)
 
 # %% ../nbs/90_cli.ipynb #9b669c06

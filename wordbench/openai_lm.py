@@ -11,13 +11,13 @@ import openai, httpx
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
 from .core import UserError
-from .hf_common import encode_pair
+from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend)
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
-           'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'stop_process',
+           'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'served', 'stop_process',
            'popen_tied', 'wait_for_server', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
@@ -79,10 +79,12 @@ class OpenAILM(LM):
         self.tokenizer_name, self.batch_size, self._tok, self.capabilities = tokenizer, batch_size, None, {}
         # failures: every LMFailure returned
         self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
-        self._lock, self._alignment = threading.Lock(), None
+        self._lock, self._alignment, self._refusal, self._probed = threading.Lock(), None, None, False
     def identity(self) -> str:
-        "`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer."
-        return f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
+        ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
+         "plus `:serves=<...>` (`served`) once `probe` has run.")
+        name = f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
+        return name + (f':serves={served(self.capabilities)}' if self._probed else '')
 
 # %% ../nbs/03b_openai.ipynb #a8cd203f
 @patch
@@ -155,7 +157,9 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     "One completion: chat messages through `/chat/completions`, a raw prompt through `/completions`."
     kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
-    if r.prompt is not None: out = self._call(self.client.completions.create, prompt=r.prompt, **kw)
+    if r.prompt is not None:   # token ids (as the hf backend builds them) where `_takes_ids` found them taken
+        prompt = encode_text(self._tokenizer(), r.prompt) if self.capabilities.get('token_ids') else r.prompt
+        out = self._call(self.client.completions.create, prompt=prompt, **kw)
     else:
         chat = [{'role': a, 'content': t} for a, t in r.messages]
         out = self._call(self.client.chat.completions.create, messages=chat, **kw)
@@ -173,6 +177,7 @@ def generate(self: OpenAILM, requests, progress=None) -> list:
     from tqdm.auto import tqdm
     requests = list(requests)
     self.counters['generate'] += len(requests)
+    if self.tokenizer_name and any(r.prompt is not None for r in requests): self._takes_ids()   # once, before threads
     show = progress if progress is not None else len(requests) >= 32
     with tqdm(total=len(requests), disable=not show, file=sys.stderr, desc=f'{self.backend} generate') as pbar:
         def one(r):
@@ -386,10 +391,9 @@ def _probe_ids(self: OpenAILM) -> str|None:
 
 # %% ../nbs/03b_openai.ipynb #715c81f8
 @patch
-def require(self: OpenAILM, kinds) -> None:
-    ("Probe once what the endpoint serves for the request classes in `kinds`; "
-     "`UserError` (before any request of a task) when it cannot serve them.")
-    if LoglikelihoodRequest not in set(kinds) or 'prompt_logprobs' in self.capabilities: return
+def _scoring_mode(self: OpenAILM) -> str:
+    ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts), else 'echo-text'; "
+     "`LogprobAlignmentError` naming the quirk and the fix when it gives none that can be trusted.")
     if 'server' not in self.capabilities: self.capabilities['server'] = server_kind(self.base_url)
     if self.capabilities['server'] in KNOWN_QUIRKS:
         raise LogprobAlignmentError(f"{self.identity()} is {self.capabilities['server']}: "
@@ -398,7 +402,64 @@ def require(self: OpenAILM, kinds) -> None:
     mode = self._probe_ids() if self.tokenizer_name else None
     if self.tokenizer_name and mode is None:
         _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', self.identity())
-    self.capabilities['prompt_logprobs'] = mode or 'echo-text'
+    return mode or 'echo-text'
+
+@patch
+def _require_scoring(self: OpenAILM) -> None:
+    ("Decide once how the endpoint scores (`capabilities['prompt_logprobs']`; None and `scoring_refused` when it "
+     "cannot) and raise the reason when it cannot.")
+    if 'prompt_logprobs' not in self.capabilities:
+        try: self.capabilities['prompt_logprobs'] = self._scoring_mode()
+        except LogprobAlignmentError as e:
+            self._refusal, self.capabilities['prompt_logprobs'] = e, None
+            self.capabilities['scoring_refused'] = str(e)
+    if self.capabilities['prompt_logprobs'] is None:
+        raise self._refusal or LogprobAlignmentError(f'{self.identity()} serves no prompt log-probs', LOGPROB_FIX)
+
+
+# %% ../nbs/03b_openai.ipynb #47a13f8a
+@patch
+def _takes_ids(self: OpenAILM) -> bool:
+    "Whether `/completions` takes token-id prompts (only with a local tokenizer), probed once with one token."
+    if 'token_ids' not in self.capabilities:
+        ok = self.capabilities.get('prompt_logprobs') in ('echo', 'prompt_logprobs')   # already seen
+        if not ok and self._tokenizer() is not None:
+            ids = encode_text(self._tokenizer(), 'Hello')
+            try: ok = bool(self._retry(self.client.completions.create, model=self.model, prompt=ids, max_tokens=1,
+                                       temperature=0.0).choices)
+            except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
+        self.capabilities['token_ids'] = ok
+    return self.capabilities['token_ids']
+
+
+# %% ../nbs/03b_openai.ipynb #db10fc70
+def served(capabilities: dict) -> str: # `OpenAILM.capabilities` after a probe
+    "What an endpoint serves in one identity field: `chat`, `ids` (token-id prompts), the scoring mode; '-' for none."
+    parts = ['chat'] * bool(capabilities.get('chat')) + ['ids'] * bool(capabilities.get('token_ids'))
+    return '+'.join(parts + [capabilities['prompt_logprobs']] * bool(capabilities.get('prompt_logprobs'))) or '-'
+
+
+# %% ../nbs/03b_openai.ipynb #c24fac48
+@patch
+def probe(self: OpenAILM) -> dict:
+    ("Probe once, with a few tokens, everything the endpoint serves: scoring, token-id prompts, chat, slots; "
+     "`capabilities` (which `identity` then names).")
+    if not self._probed:
+        try: self._require_scoring()
+        except LogprobAlignmentError: pass   # recorded; `require` refuses scoring with it
+        self._takes_ids()
+        self._chat_probe()
+        self._workers()
+        self._probed = True
+    return self.capabilities
+
+@patch
+def require(self: OpenAILM, kinds) -> None:
+    ("Probe what the endpoint serves (`probe`, once); `UserError` (before any request of a task) when it cannot "
+     "serve the request classes in `kinds`.")
+    if LoglikelihoodRequest in set(kinds): self._require_scoring()
+    self.probe()
+
 
 # %% ../nbs/03b_openai.ipynb #b558c236
 @patch
@@ -424,7 +485,7 @@ def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
      "tokenizer is given, else one text prompt each; `UserError` when the endpoint cannot score.")
     requests = list(requests)
     if not requests: return []
-    self.require({LoglikelihoodRequest})
+    self._require_scoring()
     self.counters['loglikelihood'] += len(requests)
     mode = self.capabilities['prompt_logprobs']
     if mode != 'echo-text': return self._score_ids(requests, mode)

@@ -148,14 +148,16 @@ def run_config(model: str, # the model name as evaluated
                lm_options: dict|None, # backend options given
                options: dict # grid and task options given
               ) -> dict:
-    "lm-eval's `config` of a run: model, arguments, dtype, identity, batch size, device, grid and options."
-    opts = lm_options or {}
+    ("lm-eval's `config` of a run: model, arguments, dtype, identity, batch size, device, grid and options, and "
+     "what the endpoint was probed to serve (`capabilities`, where the backend has them: `openai`).")
+    opts, caps = lm_options or {}, getattr(lm, 'capabilities', None)
     str_or_none = lambda v: None if v is None else str(v)
     return dict(model=backend, model_args={'pretrained': model, **{k: str(v) for k, v in opts.items()}},
                 model_dtype=str(getattr(lm, 'dtype', opts.get('dtype', ''))), model_sha=lm.identity(),
                 batch_size=str_or_none(opts.get('batch_size', getattr(lm, 'batch_size', None))),
                 device=str_or_none(getattr(lm, 'device', opts.get('device'))), limit=None,
-                grid=grid, options=json.dumps({k: v for k, v in options.items() if v is not None}, default=str))
+                grid=grid, options=json.dumps({k: v for k, v in options.items() if v is not None}, default=str),
+                **({'capabilities': dict(caps)} if caps else {}))
 
 # %% ../nbs/04a_run_record.ipynb #1862590b
 def write_run_record(csv_path, # the results file the run wrote
