@@ -67,7 +67,7 @@ def test_a_rerun_reads_every_reply_from_the_cache(tmp_path):
 
 def test_the_cli_builds_and_writes_a_funnel(tmp_path):
     p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'build', 'newterm', '--backend', 'dummy', '--model', 'toy',
-                        '--scorer', 'toy', '--sample', '1', '--out', str(tmp_path)], capture_output=True, text=True)
+                        '--scorer', 'toy', '--scorer-backend', 'dummy', '--sample', '1', '--out', str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stdout)
     assert summary['n_terms'] == 3

@@ -316,7 +316,8 @@ def stored_entry(entry: dict, # a log entry: prompt_id, seed, demos, prompt, fai
 # %% ../../nbs/37_probes_generate.ipynb #0038c2d7
 def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      model: str='gemma3-270m', # a model for `get_lm` (a base model continues raw prompts best)
-                     backend: str='hf', prompts: int=20, # how many prompts
+                     backend: str='hf', # model backend: hf, openai, dummy, ...
+                     prompts: int=20, # how many prompts
                      seed: int=0, # seeds demonstrations and sampling
                      out=None, # folder (default data/probes/generated/)
                      wordnet_check: bool=False, # clean NEG with the WordNet hypernym check

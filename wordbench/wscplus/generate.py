@@ -448,9 +448,16 @@ def _write_csv(df: pd.DataFrame, path: Path):
     df.to_csv(path, index=False, lineterminator='\n', float_format='%.4f')
 
 def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # models to generate with
-                     templates: Sequence[str]=tuple(GEN_TEMPLATES), queries: Sequence[str]=tuple(GEN_QUERIES),
-                     calls: int=1, pairs: int=3, max_tokens: int=768, temperature: float|str=0.0,
-                     backend: str='hf', out=None, cache: bool=True) -> dict:
+                     templates: Sequence[str]=tuple(GEN_TEMPLATES), # templates: cot tot coe toe
+                     queries: Sequence[str]=tuple(GEN_QUERIES), # queries: wdq wiq ambiguous offensive
+                     calls: int=1, # calls per template and query (the paper: 50)
+                     pairs: int=2, # pairs asked for per call (the paper: 3)
+                     max_tokens: int=256, # new tokens per call
+                     temperature: float|str='greedy', # a number, greedy (0) or paper (1: the API default)
+                     backend: str='hf', # model backend: hf, openai, dummy, ...
+                     out=None, # output folder (default data/wscplus/generation/)
+                     cache: bool=True # cache model responses (a rerun or a resumed run asks nothing twice)
+                    ) -> dict:
     "Generate with each model, write the tables under `out` (default data/wscplus/generation/); the yield summary."
     from wordbench.cache import CachedLM
     temperature = generation_temperature(temperature)
