@@ -127,7 +127,7 @@ def open_lm(model: str, # a model for `get_lm`
             cache=True, # the response cache: True (default file), a path, or False (none)
             log=None, # a `CallLog` file (None: no log)
             stage: list|None=None, # the current stage's name, shared with the caller (logged per call)
-            chunk_size: int=8 # requests per committed chunk (a kill loses at most one chunk)
+            chunk_size: int=256 # requests per committed chunk (a kill loses at most one chunk)
            ) -> LM:
     "A builder's model: the backend, its calls logged, behind the response cache."
     from wordbench.cache import CachedLM
@@ -153,6 +153,10 @@ class RunDir:
     def report(self, report: dict, name: str='report.json') -> Path:
         "Write the run's report as indented JSON."
         return atomic_write(self.out/name, json.dumps(report, indent=1, ensure_ascii=False) + '\n')
+    def finish(self):
+        "Remove the stage files: the run is complete (a rerun recomputes from the response cache, with today's code)."
+        import shutil
+        shutil.rmtree(self.out/'stages', ignore_errors=True)
 
 # %% ../nbs/09c_build.ipynb #b289bbe1
 @patch

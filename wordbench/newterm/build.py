@@ -469,7 +469,7 @@ def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024
     out = Path(out or project_root()/'data'/'newterm')
     t0, chosen = time.time(), load_terms(terms, sample, seed)
     run = RunDir(out)
-    gen = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 8)
+    gen = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 256)
     same = (scorer, scorer_backend) == (model, backend) and not base_url
     ppl = gen if same else open_lm(scorer, scorer_backend, None, cache, run.calls, run.stage_name)
     run.key = stable_hash(str(terms), sample, per_type, gen.identity(), ppl.identity(), seed, max_tries, related,
@@ -489,5 +489,6 @@ def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024
                   temperature=p.temperature, max_tokens=p.max_tokens, related=related,
                   items={t: len(v) for t, v in built.items()}, funnel=funnel.to_dict('records'))
     run.report(report)
+    run.finish()
     summary = {k: report[k] for k in ('n_terms', 'model', 'scorer', 'items')}
     return {**summary, 'resumed_stages': run.resumed, 'seconds': round(time.time() - t0, 1), 'out': str(out)}

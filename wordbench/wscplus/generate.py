@@ -14,6 +14,8 @@ from ..lm import GenerateRequest, LMFailure, get_lm
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
+from ..build import RunDir, open_lm
+from ..stats import cohen_kappa
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
@@ -21,8 +23,8 @@ __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS
            'GENERATION_TEMPERATURES', 'generation_prompt', 'generation_primer', 'Candidate', 'scan_objects',
            'parse_object', 'validate_object', 'extract_objects', 'pair_objects', 'is_new', 'object_checks',
            'words_changed', 'pair_checks', 'known_statements', 'reply_rows', 'yield_table', 'annotation_sheet',
-           'cohen_kappa', 'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation',
-           'default_generation_dir', 'generation_temperature', 'build_generation']
+           'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation', 'default_generation_dir',
+           'generation_temperature', 'build_generation']
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c006
 GEN_TEMPLATES = {  # name -> our wording of the paper's generation templates (Table 7)
@@ -322,15 +324,6 @@ def annotation_sheet(objects: pd.DataFrame) -> pd.DataFrame:
     sheet = objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}).reset_index(drop=True)
     return sheet.assign(annotator_1='', annotator_2='')
 
-# %% ../../nbs/46_wscplus_generate.ipynb #e6a0c036
-def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
-    "Cohen's kappa of two annotators' labels (NaN when chance agreement is 1)."
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    cats = set(a) | set(b)
-    expected = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
-    return float('nan') if expected == 1 else (observed - expected) / (1 - expected)
-
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c037
 def annotation_agreement(path) -> dict: # a filled annotation sheet (CSV)
     "Labelled rows, Cohen's kappa and the share both annotators call valid; a bad label raises `DataError`."
@@ -384,7 +377,7 @@ def _request_text(req: GenerateRequest) -> str:
 def run_generation(lm, # a backend (ideally a `CachedLM`)
                    model: str, # the model name in the tables
                    plan: list[dict], # from `generation_plan`
-                   n_pairs: int=3, max_tokens: int=768, temperature: float=0.0,
+                   n_pairs: int=2, max_tokens: int=256, temperature: float=0.0,
                    known: set|None=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     "Call, object and failure tables of one model's run (a failed call counted; replies stored with echoes redacted)."
     with warnings.catch_warnings():
@@ -455,27 +448,35 @@ def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # mo
                      max_tokens: int=256, # new tokens per call
                      temperature: float|str='greedy', # a number, greedy (0) or paper (1: the API default)
                      backend: str='hf', # model backend: hf, openai, dummy, ...
+                     base_url: str|None=None, # the models' server (openai backend), e.g. http://host:8000/v1
                      out=None, # output folder (default data/wscplus/generation/)
                      cache: bool=True # cache model responses (a rerun or a resumed run asks nothing twice)
                     ) -> dict:
     "Generate with each model, write the tables under `out` (default data/wscplus/generation/); the yield summary."
-    from wordbench.cache import CachedLM
     temperature = generation_temperature(temperature)
-    out = Path(out or default_generation_dir())
-    out.mkdir(parents=True, exist_ok=True)
+    models = [models] if isinstance(models, str) else list(models)
+    run = RunDir(out or default_generation_dir())
+    run.key = stable_hash(list(templates), list(queries), calls, pairs, max_tokens, temperature, backend, base_url)
     plan, known, tables = generation_plan(templates, queries, calls), known_statements(), []
-    for m in [models] if isinstance(models, str) else models:
-        lm = get_lm(backend, m)
-        cached = CachedLM(lm, chunk_size=1) if cache else lm   # every reply committed as it comes: a kill loses one
-        tables.append(run_generation(cached, m, plan, pairs, max_tokens, temperature, known))
-    calls_df, objects_df, failures_df = (pd.concat([t[i] for t in tables], ignore_index=True) for i in range(3))
+    for m in models:
+        # every reply committed to the cache as it comes (chunks of 1): a kill loses the call in flight only
+        lm = open_lm(m, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1)
+        def generate():
+            return {k: df.to_dict('records') for k, df in
+                    zip(('calls', 'objects', 'failures'), run_generation(lm, m, plan, pairs, max_tokens, temperature,
+                                                                        known))}
+        tables.append(run.stage(f'generate-{stable_hash(lm.identity())[:12]}', generate))
+    calls_df, objects_df, failures_df = (pd.DataFrame([r for t in tables for r in t[k]])
+                                         for k in ('calls', 'objects', 'failures'))
     ytab = yield_table(calls_df, objects_df, failures_df)
     for name, df in (('calls', calls_df), ('objects', objects_df), ('failures', failures_df), ('yield', ytab),
                      ('annotation_sheet', annotation_sheet(objects_df) if len(objects_df) else objects_df)):
-        _write_csv(df, out/f'{name}.csv')
-    (out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
+        _write_csv(df, run.out/f'{name}.csv')
+    (run.out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
     args = f"--models {' '.join(models)} --calls {calls} --pairs {pairs} --max-tokens {max_tokens}"
-    (out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs, max_tokens=max_tokens,
-                                                temperature=temperature))
+    (run.out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs,
+                                                    max_tokens=max_tokens, temperature=temperature))
+    run.finish()
     return dict(calls=len(calls_df), objects=len(objects_df), failures=failures_df.reason.value_counts().to_dict()
-                if len(failures_df) else {}, passing=int(objects_df.passes_all.sum()) if len(objects_df) else 0)
+                if len(failures_df) else {}, passing=int(objects_df.passes_all.sum()) if len(objects_df) else 0,
+                resumed_stages=run.resumed)
