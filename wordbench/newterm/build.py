@@ -12,9 +12,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from ..core import UserError, hash_sample, project_root, read_jsonl, seeded_rng, stable_hash, write_jsonl
-from ..build import Funnel, RunDir, open_lm
+from ..build import Funnel, RunDir, agreement, open_lm
 from ..build import ScriptedLM as SharedScriptedLM
-from ..stats import cohen_kappa, fleiss_kappa
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest, Generation, get_lm
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
@@ -42,12 +41,12 @@ class Pipeline:
     seed: int = 0            # the run's seed; each request's seed derives from it
     temperature: float = 0.8 # sampling temperature of sentence generation (the paper's); filters are greedy
     max_tries: int = 3       # attempts per generation before giving up (the authors: unbounded)
-    max_tokens: int = 160    # reply cap of generation requests
+    max_tokens: int = 160    # reply cap of generation requests (a stage's own smaller cap stays)
     funnel: Funnel = field(default_factory=Funnel)
     def request(self, stage: str, key: str, messages: tuple, attempt: int=0, greedy: bool=False,
                 max_tokens: int|None=None) -> GenerateRequest:
         "A generation request seeded by (run seed, stage, key, attempt)."
-        return GenerateRequest(tuple(messages), max_tokens=max_tokens or self.max_tokens,
+        return GenerateRequest(tuple(messages), max_tokens=min(max_tokens or self.max_tokens, self.max_tokens),
                                temperature=0.0 if greedy else self.temperature,
                                seed=int(stable_hash(self.seed, stage, key, attempt)[:8], 16))
     def ask(self, task: str, stage: str, requests: Sequence[GenerateRequest]) -> list[str]:
@@ -432,15 +431,14 @@ def import_annotations(task: str, items: list[dict], # the exported items, in sh
     gold = [gold_answer(task, it) for it in items]
     keep = [it for i, it in enumerate(items) if all(ans.iloc[i] == gold[i] for ans in answers.values())]
     names = list(answers)
-    rows = [dict(pair=f'{a} / {b}', kappa=cohen_kappa(answers[a], answers[b])) for i, a in enumerate(names)
-            for b in names[i + 1:]]
-    per_item = list(zip(*(answers[a].tolist() for a in names)))
-    rows.append(dict(pair='Fleiss (all)', kappa=fleiss_kappa(per_item) if len(names) > 1 else float('nan')))
-    return keep, pd.DataFrame(rows)
+    table = pd.DataFrame({f'annotator_{i + 1}': answers[a].values for i, a in enumerate(names)})
+    ag = agreement(table)
+    for i, a in reversed(list(enumerate(names))): ag['pair'] = ag.pair.str.replace(f'annotator_{i + 1}', a)
+    return keep, ag
 
 # %% ../../nbs/28_newterm_build.ipynb #89b1bd92
 def load_terms(path=None, sample: int|None=None, seed: int=0) -> list[dict]:
-    "New terms (`term`, `meaning`, `type`) from a `new_terms.jsonl`-format file (default: 2024's), sampled per type (0 or None: all)."
+    "New terms (`term`, `meaning`, `type`) from a `new_terms.jsonl`-format file (default: 2024's); `sample` per type."
     df = load_newterm('new_terms', 2024, path=path)
     rows = [dict(term=r.term, meaning=r.meaning, type=r.type, line=int(r.line)) for r in df.itertuples()]
     if not sample: return rows
@@ -461,6 +459,7 @@ def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024
                   out=None, # output folder (default: data/newterm/)
                   seed: int=0, # run seed (request seeds derive from it)
                   max_tries: int=2, # attempts per generation
+                  max_tokens: int=160, # reply cap of every generation request
                   related: str='generate', # 'generate' or 'released' (the 2024 release's related terms)
                   tasks: Sequence[str]|None=None, # tasks to build (default: COMA COST CSJ)
                   cache: bool=True # cache model responses (a rerun or a resumed run asks nothing twice)
@@ -472,10 +471,10 @@ def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024
     gen = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 256)
     same = (scorer, scorer_backend) == (model, backend) and not base_url
     ppl = gen if same else open_lm(scorer, scorer_backend, None, cache, run.calls, run.stage_name)
-    run.key = stable_hash(str(terms), sample, per_type, gen.identity(), ppl.identity(), seed, max_tries, related,
-                          [t['line'] for t in chosen])[:16]
+    run.key = stable_hash(str(terms), sample, per_type, gen.identity(), ppl.identity(), seed, max_tries, max_tokens,
+                          related, [t['line'] for t in chosen])[:16]
     def embed(texts): return sentence_embedder().encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
-    p = Pipeline(gen, ppl, embed, seed=seed, max_tries=max_tries)
+    p = Pipeline(gen, ppl, embed, seed=seed, max_tries=max_tries, max_tokens=max_tokens)
     enriched, built = run_pipeline(p, [{k: t[k] for k in ('term', 'meaning', 'type')} for t in chosen],
                                    tasks or BUILD_TASKS, related, per_type, run=run)
     for task, items in built.items(): write_jsonl(release_rows(task, items), out/f'{task}.jsonl')

@@ -319,7 +319,7 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      model: str='gemma3-270m', # a model for `get_lm` (a base model continues raw prompts best)
                      backend: str='hf', # model backend: hf, openai, dummy, ...
                      base_url: str|None=None, # the model's server (openai backend), e.g. http://host:8000/v1
-                     protocol: str='completion', # 'completion' (the paper's raw prompt), 'chat' (one user message), 'auto'
+                     protocol: str='completion', # completion (the paper's raw prompt), chat (one user message) or auto
                      prompts: int=20, # how many prompts
                      seed: int=0, # seeds demonstrations and sampling
                      out=None, # folder (default data/probes/generated/)
@@ -331,7 +331,8 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                     ) -> dict:
     "Generate `prompts` completions, clean them, write the log, fates, kept pairs and rejection table; the report."
     from wordbench.results import model_slug
-    if protocol not in ('completion', 'chat', 'auto'): raise ValueError(f'protocol {protocol!r}: completion, chat or auto')
+    if protocol not in ('completion', 'chat', 'auto'):
+        raise ValueError(f'protocol {protocol!r}: completion, chat or auto')
     setup, run = GENERATION[kind], RunDir(Path(out) if out else project_root()/'data'/'probes'/'generated')
     out, stem = run.out, f'{kind}_{model_slug(model)}_s{seed}'
     lm = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 256)
@@ -357,10 +358,10 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
         fates, kept = clean_role(ok, spacy_pipeline() if tagger_check else None)
     fates['completion'] = [ok[i]['prompt_id'] for i in fates.completion]
     write_jsonl([stored_entry(c, setup.instruction) for c in log], out/f'{stem}.completions.jsonl')
-    fates.to_csv(out/f'{stem}.sentences.csv', index=False, lineterminator='\n')
+    run.table(f'{stem}.sentences', fates)
     (out/f'{stem}.pairs.txt').write_text('\n'.join(f'{x},' for pair in kept for x in pair), encoding='utf-8')
     table = rejection_table(fates, kind)
-    table.to_csv(out/f'{stem}.rejections.csv', index=False, float_format='%.2f', lineterminator='\n')
+    run.table(f'{stem}.rejections', table, float_format='%.2f')
     report = dict(kind=kind, model=model, backend=backend, identity=lm.identity(), prompts=prompts, seed=seed,
                   failed=len(log) - len(ok), temperature=setup.temperature, max_tokens=max_tokens,
                   with_replacement=with_replacement, wordnet_check=wordnet_check if kind == 'neg-gen' else None,
@@ -369,6 +370,6 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                   finish_reasons=dict(Counter(c['finish_reason'] for c in ok)), files=sorted(f'{stem}{x}' for x in (
                       '.completions.jsonl', '.sentences.csv', '.pairs.txt', '.rejections.csv', '.json')))
     if base_url or chat: report.update(base_url=base_url, chat=chat)   # recorded where not the default
-    (out/f'{stem}.json').write_text(json.dumps(report, indent=1) + '\n')
+    run.report(report, f'{stem}.json', ascii=True)
     run.finish()
     return report

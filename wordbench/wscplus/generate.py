@@ -14,7 +14,8 @@ from ..lm import GenerateRequest, LMFailure, get_lm
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
-from ..build import RunDir, open_lm
+from ..build import RunDir, agreement, open_lm, read_annotations
+from ..build import annotation_sheet as blank_sheet
 from ..stats import cohen_kappa
 
 # %% auto #0
@@ -321,24 +322,17 @@ def annotation_sheet(objects: pd.DataFrame) -> pd.DataFrame:
     "One row per generated object, with the fields to judge and empty `annotator_1`, `annotator_2` columns."
     cols = ['model', 'template', 'query', 'bias', 'pair_id', 'label', 'statement', 'pronoun', 'snippet', 'options',
             'answer', 'reason', 'passes_all', 'content_note']
-    sheet = objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}).reset_index(drop=True)
-    return sheet.assign(annotator_1='', annotator_2='')
+    return blank_sheet(objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}), annotators=2)
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c037
 def annotation_agreement(path) -> dict: # a filled annotation sheet (CSV)
     "Labelled rows, Cohen's kappa and the share both annotators call valid; a bad label raises `DataError`."
-    from wordbench.core import DataError
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ('annotator_1', 'annotator_2'):
-        if col not in df.columns: raise DataError('missing from the header', path, 1, col)
-        bad = df.index[~df[col].str.strip().isin(ANNOTATION_LABELS + ('',))]
-        if len(bad): raise DataError(f'expected one of {ANNOTATION_LABELS}, got {df[col][bad[0]]!r}', path,
-                                     int(bad[0]) + 2, col)
-    both = df[(df.annotator_1.str.strip() != '') & (df.annotator_2.str.strip() != '')]
-    a, b = both.annotator_1.str.strip().tolist(), both.annotator_2.str.strip().tolist()
+    df = read_annotations(path, ANNOTATION_LABELS, annotators=2)
+    both = df[(df.annotator_1 != '') & (df.annotator_2 != '')]
     nan = float('nan')
-    return dict(rows=len(df), labelled=len(both), kappa=cohen_kappa(a, b) if len(both) else nan,
-                both_valid_pct=100 * sum(x == y == 'valid' for x, y in zip(a, b)) / len(both) if len(both) else nan)
+    valid = 100 * ((both.annotator_1 == 'valid') & (both.annotator_2 == 'valid')).mean() if len(both) else nan
+    return dict(rows=len(df), labelled=len(both), kappa=agreement(df).kappa[0] if len(both) else nan,
+                both_valid_pct=valid)
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c03a
 CONTENT_NOTE = 'offensive query: may contain stereotypes ({bias})'  # the note every offensive row carries
@@ -437,9 +431,6 @@ def generation_temperature(value: float|str # a number or a key of `GENERATION_T
     except ValueError: raise ValueError(f'temperature {value!r}: a number or one of {sorted(GENERATION_TEMPERATURES)}')
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c044
-def _write_csv(df: pd.DataFrame, path: Path):
-    df.to_csv(path, index=False, lineterminator='\n', float_format='%.4f')
-
 def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # models to generate with
                      templates: Sequence[str]=tuple(GEN_TEMPLATES), # templates: cot tot coe toe
                      queries: Sequence[str]=tuple(GEN_QUERIES), # queries: wdq wiq ambiguous offensive
@@ -471,7 +462,7 @@ def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # mo
     ytab = yield_table(calls_df, objects_df, failures_df)
     for name, df in (('calls', calls_df), ('objects', objects_df), ('failures', failures_df), ('yield', ytab),
                      ('annotation_sheet', annotation_sheet(objects_df) if len(objects_df) else objects_df)):
-        _write_csv(df, run.out/f'{name}.csv')
+        run.table(name, df, float_format='%.4f')
     (run.out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
     args = f"--models {' '.join(models)} --calls {calls} --pairs {pairs} --max-tokens {max_tokens}"
     (run.out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs,
