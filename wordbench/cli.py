@@ -293,7 +293,8 @@ def _build_parser(sub):
         p = builders.add_parser(name, help=builder.title, description=builder.title)
         for oname, opt in builder.options.items(): add_option(p, oname, opt, apply_default=False)
         if builder.presets:
-            shown = '; '.join(f"{k}: {' '.join(f'--{o} {_shown(v)}' for o, v in s.items())}"
+            flags = lambda s: ' '.join(f"--{o.replace('_', '-')} {_shown(v)}" for o, v in s.items())
+            shown = '; '.join(f'{k}: {flags(s)}'
                               for k, s in builder.presets.items())
             p.add_argument('--preset', choices=list(builder.presets), default=None,
                            help=f'named settings, overridden by options given ({shown})')

@@ -13,7 +13,7 @@ from . import paper  # registers the report cards
 __all__ = ['NEWTERM_PRESETS', 'NEWTERM_ANALYSES']
 
 # %% ../../nbs/29_newterm.ipynb #26b042c0
-NEWTERM_PRESETS = {'paper': dict(sample=None, per_type=100)}  # named settings of `wordbench build newterm`
+NEWTERM_PRESETS = {'paper': dict(sample=0, per_type=100)}  # named settings of `wordbench build newterm`
 register_builder(Builder('newterm', build.build_newterm, 'NewTerm construction pipeline: new terms -> COMA/COST/CSJ',
                          main=False, presets=NEWTERM_PRESETS))
 
