@@ -67,7 +67,8 @@ def test_a_rerun_reads_every_reply_from_the_cache(tmp_path):
 
 def test_the_cli_builds_and_writes_a_funnel(tmp_path):
     p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'build', 'newterm', '--backend', 'dummy', '--model', 'toy',
-                        '--scorer', 'toy', '--sample', '1', '--out', str(tmp_path)], capture_output=True, text=True)
+                        '--scorer', 'toy', '--scorer-backend', 'dummy', '--sample', '1', '--out', str(tmp_path)],
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stdout)
     assert summary['n_terms'] == 3
@@ -75,3 +76,49 @@ def test_the_cli_builds_and_writes_a_funnel(tmp_path):
     stages = {(r['task'], r['stage']) for r in report['funnel']}
     assert {('terms', 'deduce'), ('terms', 'related'), ('COMA', 'sentences'), ('CSJ', 'true sentences')} <= stages
     for f in ('COMA.jsonl', 'COST.jsonl', 'CSJ.jsonl', 'new_terms.jsonl', 'funnel.csv'): assert (tmp_path/f).exists()
+
+
+def test_a_failed_run_resumes_from_its_stage_files_without_asking_again(tmp_path, monkeypatch):
+    "A run that fails in its last task leaves stage files; the rerun reads them back and asks no call twice."
+    from wordbench.core import read_jsonl
+    from wordbench.newterm import build
+    monkeypatch.setenv('WORDBENCH_CACHE', str(tmp_path/'cache'))
+    kw = dict(sample=1, backend='dummy', model='toy', scorer='toy', scorer_backend='dummy', out=tmp_path/'out',
+              tasks=['COMA', 'CSJ'])
+    real = build.csj_candidates
+    def broken(p, terms):
+        p.ask('CSJ', 'true sentences', [p.request('probe', 'x', (('user', 'one call before the crash'),))])
+        raise RuntimeError('killed')
+    monkeypatch.setattr(build, 'csj_candidates', broken)
+    with pytest.raises(RuntimeError, match='killed'): build.build_newterm(**kw)
+    stages = sorted(p.stem for p in (tmp_path/'out'/'stages').iterdir())
+    assert stages == ['COMA-candidates', 'COMA-selected', 'terms'], stages
+    first = [r['key'] for _, r in read_jsonl(tmp_path/'out'/'calls.jsonl')]
+    monkeypatch.setattr(build, 'csj_candidates', real)
+    rep = build.build_newterm(**kw)
+    assert rep['resumed_stages'] == ['terms', 'COMA-candidates', 'COMA-selected'], rep
+    keys = [r['key'] for _, r in read_jsonl(tmp_path/'out'/'calls.jsonl')]
+    assert len(keys) > len(first) and len(set(keys)) == len(keys)   # the rerun asked only what was new
+    assert not (tmp_path/'out'/'stages').exists()
+    assert json.loads((tmp_path/'out'/'report.json').read_text())['items'].keys() == {'COMA', 'CSJ'}
+
+
+def test_a_scorer_that_refuses_an_empty_context_does_not_break_perplexity_selection():
+    "Like `openai` on text prompts: an empty context is refused, so the text after the first word is scored."
+    from wordbench.core import UserError
+    from wordbench.lm import get_lm
+    from wordbench.newterm.build import select_by_perplexity
+    dummy = get_lm('dummy', 'toy')
+    class NoEmptyContext(type(dummy)):
+        def loglikelihood(self, requests, progress=None):
+            if any(not r.context for r in requests): raise UserError('needs a context', 'give one')
+            self.seen = list(requests)
+            return super().loglikelihood(requests)
+    scorer = NoEmptyContext('toy')
+    p = Pipeline(None, scorer, toy_embed)
+    cands = [dict(term='t', meaning='m', question=q, gold=True, type='x') for q in ('A t walks home.', 'The t sings.')]
+    out = select_by_perplexity(p, 'CSJ', cands)
+    assert len(out) == 1 and np.isfinite(out[0]['ppl'])
+    assert [(r.context, r.continuation) for r in scorer.seen] == [('A', ' t walks home.'), ('The', ' t sings.')]
+    stages = set(p.funnel.table().stage)
+    assert any(s.startswith('perplexity: scored after the first word') for s in stages), stages

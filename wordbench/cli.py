@@ -9,7 +9,7 @@ from pathlib import Path
 from .core import project_root, cache_dir, raw_root, DataError, UnknownName, UserError, atomic_write
 from . import resources
 from .lm import BackendOptionError
-from .tasks import TASKS, BUILDERS, Option, run_eval
+from .tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
 from .report import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
@@ -208,12 +208,18 @@ def parse_key_values(pairs: list|None, flag: str='--backend-arg') -> dict:
         except json.JSONDecodeError: out[k] = v
     return out
 
+# %% ../nbs/90_cli.ipynb #fcb29a84
+def _shown(value) -> str:
+    "A default as the command line would spell it (lists space-separated)."
+    return ' '.join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
 # %% ../nbs/90_cli.ipynb #06b40c40
-def add_option(parser: argparse.ArgumentParser, name: str, opt: Option):
+def add_option(parser: argparse.ArgumentParser, name: str, opt: Option,
+               apply_default: bool=True): # False: leave the default to the function (the value is None when not given)
     "Add a registered `Option` to `parser` as `--name` (underscores become dashes)."
-    default = f' (default: {opt.default})' if opt.default is not None else ''
-    parser.add_argument('--' + name.replace('_', '-'), dest=name, type=opt.type, nargs=opt.nargs, default=opt.default,
-                        help=opt.help + default)
+    default = f' (default: {_shown(opt.default)})' if opt.default is not None else ''
+    parser.add_argument('--' + name.replace('_', '-'), dest=name, type=opt.type, nargs=opt.nargs,
+                        default=opt.default if apply_default else None, help=opt.help + default)
 
 # %% ../nbs/90_cli.ipynb #84200afb
 def _lm_options(a) -> dict:
@@ -281,13 +287,19 @@ def _eval_parser(sub):
 
 # %% ../nbs/90_cli.ipynb #36c0bdd6
 def _build_parser(sub):
-    "`wordbench build NAME`: one sub-command per registered builder."
+    "`wordbench build NAME`: one sub-command per registered builder, its options read from its build function."
     b = sub.add_parser('build', help='build a dataset', description='Build a registered dataset. Builders: ' +
                        '; '.join(f'{n}: {x.title}' for n, x in BUILDERS.items()))
     builders = b.add_subparsers(dest='builder', required=True, metavar='BUILDER')
     for name, builder in BUILDERS.items():
         p = builders.add_parser(name, help=builder.title, description=builder.title)
-        for oname, opt in builder.options.items(): add_option(p, oname, opt)
+        for oname, opt in builder.options.items(): add_option(p, oname, opt, apply_default=False)
+        if builder.presets:
+            flags = lambda s: ' '.join(f"--{o.replace('_', '-')} {_shown(v)}" for o, v in s.items())
+            shown = '; '.join(f'{k}: {flags(s)}'
+                              for k, s in builder.presets.items())
+            p.add_argument('--preset', choices=list(builder.presets), default=None,
+                           help=f'named settings, overridden by options given ({shown})')
 
 # %% ../nbs/90_cli.ipynb #628ed046
 def _score_parser(sub):
@@ -502,7 +514,8 @@ def _run(a) -> int:
     if a.command == 'list': return _list(a)
     if a.command == 'build':
         builder = BUILDERS[a.builder]
-        print(json.dumps(builder.build(**{k: getattr(a, k) for k in builder.options}), indent=1))
+        kw = builder_kwargs(builder, {k: getattr(a, k) for k in builder.options}, getattr(a, 'preset', None))
+        print(json.dumps(builder.build(**kw), indent=1))
         return 0
     if a.command == 'eval': return _eval(a)
     if a.command == 'score': return _score(a)

@@ -12,7 +12,7 @@ from .core import stable_hash
 # %% auto #0
 __all__ = ['wilson_ci', 'exact_sign_flip_p', 'accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std',
            'paired_table', 'mcnemar_exact_p', 'mcnemar_power', 'power_curve', 'minimum_detectable_effect',
-           'paired_permutation_test', 'compare_correct', 'compare_models']
+           'paired_permutation_test', 'compare_correct', 'compare_models', 'cohen_kappa', 'fleiss_kappa']
 
 # %% ../nbs/08_stats.ipynb #ca2a9372
 def wilson_ci(count, # successes (a number or an array; may be fractional)
@@ -231,3 +231,29 @@ def compare_models(results: pd.DataFrame, # a task's results: `model`, `correct`
     ok = ~(both.failed_a.astype(bool) | both.failed_b.astype(bool))
     out = compare_correct(both.correct_a[ok].astype(int), both.correct_b[ok].astype(int), **kwargs)
     return dict(model_a=model_a, model_b=model_b, **out, n_failed=int((~ok).sum()))
+
+# %% ../nbs/08_stats.ipynb #cb31c1b3
+def cohen_kappa(a: Sequence, # annotator A's label per item
+                b: Sequence # annotator B's label per item (same length)
+               ) -> float:
+    "Cohen's kappa of two annotators (NaN when chance agreement is 1 or there are no items)."
+    if len(a) != len(b): raise ValueError(f'{len(a)} labels against {len(b)}')
+    if not len(a): return float('nan')
+    a, b = list(a), list(b)
+    observed = sum(x == y for x, y in zip(a, b)) / len(a)
+    expected = sum(a.count(c) * b.count(c) for c in set(a) | set(b)) / len(a) ** 2
+    return float('nan') if expected == 1 else (observed - expected) / (1 - expected)
+
+# %% ../nbs/08_stats.ipynb #da99ba78
+def fleiss_kappa(labels: Sequence[Sequence] # per item, the labels its annotators gave (the same count per item)
+                ) -> float:
+    "Fleiss' kappa of several annotators (NaN when chance agreement is 1 or there are no items)."
+    rows = [list(r) for r in labels]
+    if not rows: return float('nan')
+    n = len(rows[0])
+    if n < 2 or any(len(r) != n for r in rows): raise ValueError('every item needs the same number (>= 2) of labels')
+    cats = sorted({x for r in rows for x in r}, key=str)
+    counts = np.array([[r.count(c) for c in cats] for r in rows], dtype=float)
+    p_item = ((counts * (counts - 1)).sum(1) / (n * (n - 1))).mean()
+    expected = ((counts.sum(0) / counts.sum()) ** 2).sum()
+    return float('nan') if expected == 1 else float((p_item - expected) / (1 - expected))

@@ -10,25 +10,12 @@ from . import sources, items, prompts, task, scores, errors, terms, build_prompt
 from . import paper  # registers the report cards
 
 # %% auto #0
-__all__ = ['NEWTERM_ANALYSES', 'build_dataset']
-
-# %% ../../nbs/29_newterm.ipynb #abb7cb94
-def build_dataset(**options) -> dict:
-    "Run the NewTerm construction pipeline with the options given (None: the default); a summary."
-    return build.build_newterm(**{k: v for k, v in options.items() if v is not None})
+__all__ = ['NEWTERM_PRESETS', 'NEWTERM_ANALYSES']
 
 # %% ../../nbs/29_newterm.ipynb #26b042c0
-register_builder(Builder('newterm', build_dataset, 'NewTerm construction pipeline: new terms -> COMA/COST/CSJ', {
-    'terms': Option('a new_terms.jsonl-format file (default: the 2024 release)'),
-    'sample': Option('terms per type, a stable hash sample (default: 2)', int),
-    'model': Option('generation model (default: smollm2-135m)'),
-    'scorer': Option('perplexity model (default: gemma3-270m)'),
-    'backend': Option('backend of both models: hf, openai, dummy, ... (default: hf)'),
-    'out': Option('output folder (default: data/newterm/)'),
-    'seed': Option('run seed (default: 0)', int),
-    'max_tries': Option('attempts per generation (default: 2)', int),
-    'related': Option("related terms: 'generate' (default) or 'released' (the 2024 release's)"),
-    'tasks': Option('tasks to build (default: COMA COST CSJ)', str, '+')}, main=False))
+NEWTERM_PRESETS = {'paper': dict(sample=0, per_type=100)}  # named settings of `wordbench build newterm`
+register_builder(Builder('newterm', build.build_newterm, 'NewTerm construction pipeline: new terms -> COMA/COST/CSJ',
+                         main=False, presets=NEWTERM_PRESETS))
 
 # %% ../../nbs/29_newterm.ipynb #94db3e37
 _MODELS = {'models': 'models', 'results_dir': 'results_dir'}

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
-from ..core import hash_sample, project_root, read_jsonl, seeded_rng, stable_hash, write_jsonl
+from ..core import UserError, hash_sample, project_root, read_jsonl, seeded_rng, stable_hash, write_jsonl
+from ..build import Funnel, RunDir, agreement, open_lm
+from ..build import ScriptedLM as SharedScriptedLM
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest, Generation, get_lm
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
@@ -23,33 +25,11 @@ from .build_prompts import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messa
                                          perplexity, quoted_list, reply_lines, split_coma, token_count)
 
 # %% auto #0
-__all__ = ['PROMPT_MARKERS', 'SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Funnel', 'Pipeline',
-           'prompt_kind', 'ScriptedLM', 'generate_valid', 'deduce', 'frequency', 'select', 'related_terms',
-           'released_related', 'coma_candidates', 'cost_candidates', 'csj_candidates', 'ppl_request',
-           'select_by_perplexity', 'release_rows', 'run_pipeline', 'export_annotation', 'gold_answer',
-           'import_annotations', 'load_terms', 'build_newterm']
-
-# %% ../../nbs/28_newterm_build.ipynb #a7d5d6c7
-class Funnel:
-    "Per task and stage: items in, requests asked, items parsed and kept, and why the others were dropped."
-    def __init__(self): self.counts = {}
-    def row(self, task: str, stage: str) -> dict:
-        "The counters of a (task, stage), created in order of first use."
-        new = {'in': 0, 'asked': 0, 'parsed': 0, 'kept': 0, 'dropped': Counter()}
-        return self.counts.setdefault((task, stage), new)
-    def add(self, task: str, stage: str, **n):
-        "Add to counters: `in`, `asked`, `parsed`, `kept`."
-        r = self.row(task, stage)
-        for k, v in n.items(): r[k] += v
-    def drop(self, task: str, stage: str, reason: str, n: int=1):
-        "Count `n` items dropped for `reason` (nothing when `n` is 0)."
-        if n: self.row(task, stage)['dropped'][reason] += n
-    def table(self) -> pd.DataFrame:
-        "One row per (task, stage): in, asked, parsed, kept, dropped (reason: count; ...)."
-        rows = [dict(task=t, stage=s, **{k: r[k] for k in ('in', 'asked', 'parsed', 'kept')},
-                     dropped='; '.join(f'{k}: {v}' for k, v in sorted(r['dropped'].items())))
-                for (t, s), r in self.counts.items()]
-        return pd.DataFrame(rows, columns=['task', 'stage', 'in', 'asked', 'parsed', 'kept', 'dropped'])
+__all__ = ['PROMPT_MARKERS', 'SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Pipeline', 'prompt_kind',
+           'ScriptedLM', 'generate_valid', 'deduce', 'frequency', 'select', 'related_terms', 'released_related',
+           'coma_candidates', 'cost_candidates', 'csj_candidates', 'ppl_request', 'select_by_perplexity',
+           'release_rows', 'run_pipeline', 'export_annotation', 'gold_answer', 'import_annotations', 'load_terms',
+           'build_newterm']
 
 # %% ../../nbs/28_newterm_build.ipynb #b28c173a
 @dataclass
@@ -61,12 +41,12 @@ class Pipeline:
     seed: int = 0            # the run's seed; each request's seed derives from it
     temperature: float = 0.8 # sampling temperature of sentence generation (the paper's); filters are greedy
     max_tries: int = 3       # attempts per generation before giving up (the authors: unbounded)
-    max_tokens: int = 160    # reply cap of generation requests
+    max_tokens: int = 160    # reply cap of generation requests (a stage's own smaller cap stays)
     funnel: Funnel = field(default_factory=Funnel)
     def request(self, stage: str, key: str, messages: tuple, attempt: int=0, greedy: bool=False,
                 max_tokens: int|None=None) -> GenerateRequest:
         "A generation request seeded by (run seed, stage, key, attempt)."
-        return GenerateRequest(tuple(messages), max_tokens=max_tokens or self.max_tokens,
+        return GenerateRequest(tuple(messages), max_tokens=min(max_tokens or self.max_tokens, self.max_tokens),
                                temperature=0.0 if greedy else self.temperature,
                                seed=int(stable_hash(self.seed, stage, key, attempt)[:8], 16))
     def ask(self, task: str, stage: str, requests: Sequence[GenerateRequest]) -> list[str]:
@@ -95,29 +75,11 @@ def prompt_kind(request: GenerateRequest) -> str|None:
     return max(hits, key=literal) if hits else None
 
 # %% ../../nbs/28_newterm_build.ipynb #34ebfbb0
-class ScriptedLM(LM):
-    "Replays scripted replies keyed by (prompt kind, a string in the prompt); anything else goes to `fallback`."
-    backend = 'scripted'
+class ScriptedLM(SharedScriptedLM):
+    "The shared scripted model (`wordbench.build.ScriptedLM`) keyed by NewTerm's prompt kinds (`prompt_kind`)."
     def __init__(self, script: dict, # (kind, key) -> a reply, a list of replies (in order), or request -> reply
                  fallback: LM|None=None): # answers unscripted requests (default: the dummy backend)
-        self.script, self.fallback, self.seen = script, fallback or get_lm('dummy', 'scripted'), {}
-    def identity(self) -> str: return 'scripted:' + stable_hash(sorted(map(repr, self.script.items())))[:12]
-    def _reply(self, r: GenerateRequest) -> str|None:
-        kind, text = prompt_kind(r), '\n'.join(c for _, c in r.messages)
-        keys = sorted((k for (kd, k) in self.script if kd == kind and k in text), key=len, reverse=True)
-        if not keys: return None
-        replies = self.script[(kind, keys[0])]
-        if callable(replies): return replies(r)
-        replies = [replies] if isinstance(replies, str) else replies
-        seen = self.seen.setdefault((kind, keys[0]), [])
-        if r not in seen: seen.append(r)
-        return replies[min(seen.index(r), len(replies) - 1)]
-    def generate(self, requests, progress=None) -> list:
-        self.counters['generate'] += len(requests)
-        replies = [self._reply(r) for r in requests]
-        rest = iter(self.fallback.generate([r for r, x in zip(requests, replies) if x is None]))
-        return [next(rest) if x is None else Generation(x, 'eos', 0, len(x.split())) for x in replies]
-    def loglikelihood(self, requests, progress=None) -> list: return self.fallback.loglikelihood(requests)
+        super().__init__(script, prompt_kind, fallback)
 
 # %% ../../nbs/28_newterm_build.ipynb #a214493f
 def generate_valid(p: Pipeline, task: str, stage: str,
@@ -368,10 +330,24 @@ def ppl_request(task: str, c: dict) -> LoglikelihoodRequest:
     return LoglikelihoodRequest('', c['question'])
 
 # %% ../../nbs/28_newterm_build.ipynb #a60f4bc9
+def _after_first_word(r: LoglikelihoodRequest) -> LoglikelihoodRequest:
+    "An empty-context request as its first word followed by the rest (unchanged when it has no context to give)."
+    head, _, tail = r.continuation.partition(' ')
+    return LoglikelihoodRequest(head, ' ' + tail) if not r.context and tail else r
+
+def _scores(p: Pipeline, task: str, reqs: list) -> tuple[list, list]:
+    "The scorer's log-likelihoods of `reqs`; when it refuses an empty context, of the text after its first word."
+    try: return (p.scorer.loglikelihood(reqs) if reqs else []), reqs
+    except UserError:
+        if all(r.context for r in reqs): raise
+    alt = [_after_first_word(r) for r in reqs]
+    p.funnel.add(task, 'perplexity: scored after the first word (the scorer takes no empty context)',
+                 **{'in': len(reqs), 'kept': len(reqs)})
+    return p.scorer.loglikelihood(alt), alt
+
 def select_by_perplexity(p: Pipeline, task: str, cands: list[dict], pick: str='code') -> list[dict]:
     "One candidate per (term, meaning), chosen by perplexity as the authors do; each with its `ppl`."
-    reqs = [ppl_request(task, c) for c in cands]
-    scores = p.scorer.loglikelihood(reqs) if reqs else []
+    scores, reqs = _scores(p, task, [ppl_request(task, c) for c in cands])
     ppl = lambda s, r: np.nan if isinstance(s, LMFailure) else perplexity(s[0], token_count(p.scorer, r.continuation))
     scored = [{**c, 'ppl': ppl(s, r)} for c, s, r in zip(cands, scores, reqs)]
     groups = {}
@@ -406,18 +382,26 @@ def run_pipeline(p: Pipeline, terms: list[dict], # `term`, `meaning`, `type` per
                  tasks: Sequence[str]=BUILD_TASKS, # which tasks to build
                  related: str|dict='generate', # 'generate', 'released' (2024 release) or {term: [related terms]}
                  per_type: int|None=None, # selection size per type (None: all)
-                 pick: str='code' # perplexity pick: 'code' (lower of the top two) or 'paper' (highest)
+                 pick: str='code', # perplexity pick: 'code' (lower of the top two) or 'paper' (highest)
+                 run: RunDir|None=None # stage files to write and resume from (None: none)
                 ) -> tuple[list[dict], dict]:
     "The enriched terms and, per task, the selected items (release fields plus `ppl` and bookkeeping)."
-    terms = select(p, frequency(deduce(p, terms)), per_type)
-    if related in ('generate', 'released'): terms = related_terms(p, terms)
-    if related == 'released':
-        terms = [{**t, 'generated_related': t['related']} for t in released_related(terms)]
-        full = sum(len(t['related']) == 5 for t in terms)
-        p.funnel.add('terms', "related: the release's used instead", **{'in': len(terms), 'kept': full})
-    elif isinstance(related, dict): terms = [{**t, 'related': list(related.get(t['term'], []))} for t in terms]
-    build = {'COMA': coma_candidates, 'COST': cost_candidates, 'CSJ': csj_candidates}
-    return terms, {t: select_by_perplexity(p, t, build[t](p, terms), pick) for t in tasks}
+    stage = (lambda name, fn: run.stage(name, fn, p.funnel)) if run else (lambda name, fn: fn())
+    def enrich(terms):
+        terms = select(p, frequency(deduce(p, terms)), per_type)
+        if related in ('generate', 'released'): terms = related_terms(p, terms)
+        if related == 'released':
+            terms = [{**t, 'generated_related': t['related']} for t in released_related(terms)]
+            full = sum(len(t['related']) == 5 for t in terms)
+            p.funnel.add('terms', "related: the release's used instead", **{'in': len(terms), 'kept': full})
+        elif isinstance(related, dict): terms = [{**t, 'related': list(related.get(t['term'], []))} for t in terms]
+        return terms
+    terms = stage('terms', lambda: enrich(terms))
+    build, out = {'COMA': coma_candidates, 'COST': cost_candidates, 'CSJ': csj_candidates}, {}
+    for t in tasks:
+        cands = stage(f'{t}-candidates', lambda: build[t](p, terms))
+        out[t] = stage(f'{t}-selected', lambda: select_by_perplexity(p, t, cands, pick))
+    return terms, out
 
 # %% ../../nbs/28_newterm_build.ipynb #c0afa569
 def export_annotation(task: str, items: list[dict], path) -> Path:
@@ -440,8 +424,6 @@ def import_annotations(task: str, items: list[dict], # the exported items, in sh
                        sheets: dict # annotator -> filled sheet (DataFrame or CSV path) with `id`, `answer`
                       ) -> tuple[list[dict], pd.DataFrame]:
     "The items every annotator answered like the automatic gold, and agreement (Cohen's per pair, Fleiss' overall)."
-    from sklearn.metrics import cohen_kappa_score
-    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
     ids = [str(it.get('id', i)) for i, it in enumerate(items)]
     read = lambda s: s.astype(str) if isinstance(s, pd.DataFrame) else pd.read_csv(s, dtype=str, keep_default_na=False)
     answers = {a: read(s).set_index('id').answer.reindex(ids).fillna('').str.replace(' ', '').str.upper()
@@ -449,20 +431,17 @@ def import_annotations(task: str, items: list[dict], # the exported items, in sh
     gold = [gold_answer(task, it) for it in items]
     keep = [it for i, it in enumerate(items) if all(ans.iloc[i] == gold[i] for ans in answers.values())]
     names = list(answers)
-    rows = [dict(pair=f'{a} / {b}', kappa=cohen_kappa_score(answers[a], answers[b])) for i, a in enumerate(names)
-            for b in names[i + 1:]]
-    table = pd.DataFrame({a: answers[a].values for a in names})
-    codes = {v: k for k, v in enumerate(sorted(set(table.values.ravel())))}
-    counts = aggregate_raters(table.replace(codes).values.astype(int))[0]
-    rows.append(dict(pair='Fleiss (all)', kappa=fleiss_kappa(counts)))
-    return keep, pd.DataFrame(rows)
+    table = pd.DataFrame({f'annotator_{i + 1}': answers[a].values for i, a in enumerate(names)})
+    ag = agreement(table)
+    for i, a in reversed(list(enumerate(names))): ag['pair'] = ag.pair.str.replace(f'annotator_{i + 1}', a)
+    return keep, ag
 
 # %% ../../nbs/28_newterm_build.ipynb #89b1bd92
 def load_terms(path=None, sample: int|None=None, seed: int=0) -> list[dict]:
-    "New terms (`term`, `meaning`, `type`) from a `new_terms.jsonl`-format file (default: 2024's), sampled per type."
+    "New terms (`term`, `meaning`, `type`) from a `new_terms.jsonl`-format file (default: 2024's); `sample` per type."
     df = load_newterm('new_terms', 2024, path=path)
     rows = [dict(term=r.term, meaning=r.meaning, type=r.type, line=int(r.line)) for r in df.itertuples()]
-    if sample is None: return rows
+    if not sample: return rows
     keep = set()
     for typ in dict.fromkeys(r['type'] for r in rows):
         keep |= set(hash_sample([r['line'] for r in rows if r['type'] == typ], sample, f'newterm-build-{seed}'))
@@ -470,37 +449,45 @@ def load_terms(path=None, sample: int|None=None, seed: int=0) -> list[dict]:
 
 # %% ../../nbs/28_newterm_build.ipynb #8a800e0f
 def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024 release)
-                  sample: int|None=2, # terms per type (a stable hash sample); None: all
-                  model: str='smollm2-135m', # generation model
-                  scorer: str='gemma3-270m', # perplexity model
-                  backend: str='hf', # backend of both models
+                  sample: int|None=2, # terms per type drawn first (a stable hash sample); 0 or None: all
+                  per_type: int|None=None, # terms selected per type (the paper: 100 a year); None: every candidate
+                  model: str='smollm2-135m', # the generation model
+                  backend: str='hf', # the generation model's backend: hf, openai, dummy, ...
+                  base_url: str|None=None, # the generation model's server (openai backend), e.g. http://host:8000/v1
+                  scorer: str='gemma3-270m', # the perplexity model (log-likelihoods; a local one suits)
+                  scorer_backend: str='hf', # the scorer's backend
                   out=None, # output folder (default: data/newterm/)
                   seed: int=0, # run seed (request seeds derive from it)
                   max_tries: int=2, # attempts per generation
+                  max_tokens: int=160, # reply cap of every generation request
                   related: str='generate', # 'generate' or 'released' (the 2024 release's related terms)
-                  tasks: Sequence[str]|None=None, # default: COMA COST CSJ
-                  cache: bool=True # cache model responses (rerun / resume for free)
+                  tasks: Sequence[str]|None=None, # tasks to build (default: COMA COST CSJ)
+                  cache: bool=True # cache model responses (a rerun or a resumed run asks nothing twice)
                  ) -> dict:
-    "Run the construction pipeline on a sample of new terms; write items, funnel and report; return a summary."
-    from wordbench.cache import CachedLM
-    wrap = (lambda lm: CachedLM(lm)) if cache else (lambda lm: lm)
-    gen = wrap(get_lm(backend, model))
-    ppl = gen if scorer == model else wrap(get_lm(backend, scorer))
-    def embed(texts): return sentence_embedder().encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
-    p = Pipeline(gen, ppl, embed, seed=seed, max_tries=max_tries)
-    t0, chosen = time.time(), load_terms(terms, sample, seed)
-    enriched, built = run_pipeline(p, [{k: t[k] for k in ('term', 'meaning', 'type')} for t in chosen],
-                                   tasks or BUILD_TASKS, related)
+    "Run the construction pipeline on a sample of new terms; write items, stages, calls, funnel and report."
     out = Path(out or project_root()/'data'/'newterm')
+    t0, chosen = time.time(), load_terms(terms, sample, seed)
+    run = RunDir(out)
+    gen = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 256)
+    same = (scorer, scorer_backend) == (model, backend) and not base_url
+    ppl = gen if same else open_lm(scorer, scorer_backend, None, cache, run.calls, run.stage_name)
+    run.key = stable_hash(str(terms), sample, per_type, gen.identity(), ppl.identity(), seed, max_tries, max_tokens,
+                          related, [t['line'] for t in chosen])[:16]
+    def embed(texts): return sentence_embedder().encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+    p = Pipeline(gen, ppl, embed, seed=seed, max_tries=max_tries, max_tokens=max_tokens)
+    enriched, built = run_pipeline(p, [{k: t[k] for k in ('term', 'meaning', 'type')} for t in chosen],
+                                   tasks or BUILD_TASKS, related, per_type, run=run)
     for task, items in built.items(): write_jsonl(release_rows(task, items), out/f'{task}.jsonl')
     fields = ('term', 'meaning', 'type', 'guess', 'similarity', 'zipf', 'selected_type', 'related', 'generated_related')
     write_jsonl([{k: t[k] for k in fields if k in t} for t in enriched], out/'new_terms.jsonl')
     funnel = p.funnel.table()
-    funnel.to_csv(out/'funnel.csv', index=False)
-    report = dict(terms=str(terms or 'benchmark_2024/new_terms.jsonl'), sample_per_type=sample, n_terms=len(chosen),
-                  model=gen.identity(), scorer=ppl.identity(), backend=backend, seed=seed, max_tries=max_tries,
+    run.table('funnel', funnel)
+    report = dict(terms=str(terms or 'benchmark_2024/new_terms.jsonl'), sample_per_type=sample, per_type=per_type,
+                  n_terms=len(chosen), model=gen.identity(), scorer=ppl.identity(), backend=backend,
+                  scorer_backend=scorer_backend, chat=bool(gen.supports_chat), seed=seed, max_tries=max_tries,
                   temperature=p.temperature, max_tokens=p.max_tokens, related=related,
                   items={t: len(v) for t, v in built.items()}, funnel=funnel.to_dict('records'))
-    (out/'report.json').write_text(json.dumps(report, indent=1, ensure_ascii=False) + '\n')
+    run.report(report)
+    run.finish()
     summary = {k: report[k] for k in ('n_terms', 'model', 'scorer', 'items')}
-    return {**summary, 'seconds': round(time.time() - t0, 1), 'out': str(out)}
+    return {**summary, 'resumed_stages': run.resumed, 'seconds': round(time.time() - t0, 1), 'out': str(out)}

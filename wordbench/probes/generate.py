@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from ..core import project_root, seeded_rng, write_jsonl
+from ..core import project_root, seeded_rng, stable_hash, write_jsonl
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
 from ..lm import GenerateRequest, LMFailure, get_lm
+from ..build import RunDir, open_lm
 from .items import probe_items
 
 # %% auto #0
@@ -316,7 +317,10 @@ def stored_entry(entry: dict, # a log entry: prompt_id, seed, demos, prompt, fai
 # %% ../../nbs/37_probes_generate.ipynb #0038c2d7
 def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      model: str='gemma3-270m', # a model for `get_lm` (a base model continues raw prompts best)
-                     backend: str='hf', prompts: int=20, # how many prompts
+                     backend: str='hf', # model backend: hf, openai, dummy, ...
+                     base_url: str|None=None, # the model's server (openai backend), e.g. http://host:8000/v1
+                     protocol: str='completion', # completion (the paper's raw prompt), chat (one user message) or auto
+                     prompts: int=20, # how many prompts
                      seed: int=0, # seeds demonstrations and sampling
                      out=None, # folder (default data/probes/generated/)
                      wordnet_check: bool=False, # clean NEG with the WordNet hypernym check
@@ -326,19 +330,25 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      cache=True # the response cache (True: default file; a path; False: none)
                     ) -> dict:
     "Generate `prompts` completions, clean them, write the log, fates, kept pairs and rejection table; the report."
-    from wordbench.cache import CachedLM
     from wordbench.results import model_slug
-    setup, out = GENERATION[kind], Path(out) if out else project_root()/'data'/'probes'/'generated'
-    lm = get_lm(backend, model)
-    lm = CachedLM(lm, path=None if cache is True else cache) if cache else lm
+    if protocol not in ('completion', 'chat', 'auto'):
+        raise ValueError(f'protocol {protocol!r}: completion, chat or auto')
+    setup, run = GENERATION[kind], RunDir(Path(out) if out else project_root()/'data'/'probes'/'generated')
+    out, stem = run.out, f'{kind}_{model_slug(model)}_s{seed}'
+    lm = open_lm(model, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1 if base_url else 256)
+    chat = protocol == 'chat' or (protocol == 'auto' and bool(lm.supports_chat))
     made = [generation_prompt(kind, seed, i, with_replacement) for i in range(prompts)]
     max_tokens = max_tokens or setup.max_tokens
-    reqs = [GenerateRequest(prompt=p, max_tokens=max_tokens, temperature=setup.temperature, top_p=1.0,
+    text = lambda p: {'messages': (('user', p),)} if chat else {'prompt': p}
+    reqs = [GenerateRequest(**text(p), max_tokens=max_tokens, temperature=setup.temperature, top_p=1.0,
                             seed=seed * 100_003 + i) for i, (p, _) in enumerate(made)]
-    gens = lm.generate(reqs, progress=True)
-    log = [dict(prompt_id=i, seed=r.seed, demos=d, prompt=p, failed=isinstance(g, LMFailure),
-                completion=getattr(g, 'text', ''), finish_reason=getattr(g, 'finish_reason', ''))
-           for i, ((p, d), r, g) in enumerate(zip(made, reqs, gens))]
+    run.key = stable_hash(lm.identity(), reqs)
+    def generate():
+        gens = lm.generate(reqs, progress=True)
+        return [dict(prompt_id=i, seed=r.seed, demos=d, prompt=p, failed=isinstance(g, LMFailure),
+                     completion=getattr(g, 'text', ''), finish_reason=getattr(g, 'finish_reason', ''))
+                for i, ((p, d), r, g) in enumerate(zip(made, reqs, gens))]
+    log = run.stage(f'{stem}.completions', generate)
     ok = [c for c in log if not c['failed']]
     if kind == 'neg-gen':
         from wordbench.resources import wordnet
@@ -347,13 +357,11 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
         from wordbench.resources import spacy_pipeline
         fates, kept = clean_role(ok, spacy_pipeline() if tagger_check else None)
     fates['completion'] = [ok[i]['prompt_id'] for i in fates.completion]
-    stem = f'{kind}_{model_slug(model)}_s{seed}'
-    out.mkdir(parents=True, exist_ok=True)
     write_jsonl([stored_entry(c, setup.instruction) for c in log], out/f'{stem}.completions.jsonl')
-    fates.to_csv(out/f'{stem}.sentences.csv', index=False, lineterminator='\n')
+    run.table(f'{stem}.sentences', fates)
     (out/f'{stem}.pairs.txt').write_text('\n'.join(f'{x},' for pair in kept for x in pair), encoding='utf-8')
     table = rejection_table(fates, kind)
-    table.to_csv(out/f'{stem}.rejections.csv', index=False, float_format='%.2f', lineterminator='\n')
+    run.table(f'{stem}.rejections', table, float_format='%.2f')
     report = dict(kind=kind, model=model, backend=backend, identity=lm.identity(), prompts=prompts, seed=seed,
                   failed=len(log) - len(ok), temperature=setup.temperature, max_tokens=max_tokens,
                   with_replacement=with_replacement, wordnet_check=wordnet_check if kind == 'neg-gen' else None,
@@ -361,5 +369,7 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                   kept_share=round(100 * 2 * len(kept) / max(len(fates), 1), 2),
                   finish_reasons=dict(Counter(c['finish_reason'] for c in ok)), files=sorted(f'{stem}{x}' for x in (
                       '.completions.jsonl', '.sentences.csv', '.pairs.txt', '.rejections.csv', '.json')))
-    (out/f'{stem}.json').write_text(json.dumps(report, indent=1) + '\n')
+    if base_url or chat: report.update(base_url=base_url, chat=chat)   # recorded where not the default
+    run.report(report, f'{stem}.json', ascii=True)
+    run.finish()
     return report

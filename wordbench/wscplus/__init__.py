@@ -10,7 +10,7 @@ from . import sources, splits, prompts, extract, task, metrics, generate, export
 from . import paper  # registers the report card
 
 # %% auto #0
-__all__ = ['WSCPLUS_ANALYSES', 'build_splits_dataset', 'build_generated']
+__all__ = ['WSCPLUS_PRESETS', 'WSCPLUS_ANALYSES', 'build_splits_dataset']
 
 # %% ../../nbs/49_wscplus.ipynb #5161af2a
 def build_splits_dataset(out=None) -> dict:
@@ -23,27 +23,12 @@ register_builder(Builder('wscplus-splits', build_splits_dataset, 'WSC+ split (va
                          'from the raw files, with how each item was matched', {
                              'out': Option('output folder (default data/wscplus/)')}))
 
-# %% ../../nbs/49_wscplus.ipynb #5161af2c
-def build_generated(models=None, templates=None, queries=None, calls: int=1, pairs: int=2, max_tokens: int=256,
-                    temperature: float|str='greedy', backend: str='hf', out=None) -> dict:
-    "Generate WSC+ items with local models into `out` (default data/wscplus/generation/); a summary."
-    return generate.build_generation(models or ('smollm2-135m', 'gemma3-270m'),
-                                     templates or tuple(generate.GEN_TEMPLATES), queries or tuple(generate.GEN_QUERIES),
-                                     calls, pairs, max_tokens, temperature, backend, out)
-
 # %% ../../nbs/49_wscplus.ipynb #5161af2d
-register_builder(Builder('wscplus', build_generated, 'WSC+ generation with local models: CoT / ToT / CoE / ToE x '
-                         'WDQ / WIQ / ambiguous / offensive, parsed objects, automatic checks, yield table', {
-    'models': Option('models (default: smollm2-135m gemma3-270m)', nargs='+'),
-    'templates': Option('templates: cot tot coe toe (default: all)', nargs='+'),
-    'queries': Option('queries: wdq wiq ambiguous offensive (default: all)', nargs='+'),
-    'calls': Option('calls per template and query', int, default=1),
-    'pairs': Option('pairs asked for per call (the paper: 3)', int, default=2),
-    'max_tokens': Option('new tokens per call', int, default=256),
-    'temperature': Option('a number, or greedy (0, the default) or paper (1: the API default the authors ran)',
-                          default='greedy'),
-    'backend': Option('model backend', default='hf'),
-    'out': Option('output folder (default data/wscplus/generation/)')}, main=False))
+WSCPLUS_PRESETS = {  # named settings of `wordbench build wscplus`
+    'paper': dict(templates=['toe'], queries=['wdq'], pairs=3, calls=50, temperature='paper', max_tokens=768)}
+register_builder(Builder('wscplus', generate.build_generation, 'WSC+ generation: CoT / ToT / CoE / ToE x '
+                         'WDQ / WIQ / ambiguous / offensive, parsed objects, automatic checks, yield table',
+                         main=False, presets=WSCPLUS_PRESETS))
 
 # %% ../../nbs/49_wscplus.ipynb #5161af2f
 WSCPLUS_ANALYSES = [

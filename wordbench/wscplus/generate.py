@@ -14,6 +14,9 @@ from ..lm import GenerateRequest, LMFailure, get_lm
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
+from ..build import RunDir, agreement, open_lm, read_annotations
+from ..build import annotation_sheet as blank_sheet
+from ..stats import cohen_kappa
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
@@ -21,8 +24,8 @@ __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS
            'GENERATION_TEMPERATURES', 'generation_prompt', 'generation_primer', 'Candidate', 'scan_objects',
            'parse_object', 'validate_object', 'extract_objects', 'pair_objects', 'is_new', 'object_checks',
            'words_changed', 'pair_checks', 'known_statements', 'reply_rows', 'yield_table', 'annotation_sheet',
-           'cohen_kappa', 'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation',
-           'default_generation_dir', 'generation_temperature', 'build_generation']
+           'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation', 'default_generation_dir',
+           'generation_temperature', 'build_generation']
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c006
 GEN_TEMPLATES = {  # name -> our wording of the paper's generation templates (Table 7)
@@ -319,33 +322,17 @@ def annotation_sheet(objects: pd.DataFrame) -> pd.DataFrame:
     "One row per generated object, with the fields to judge and empty `annotator_1`, `annotator_2` columns."
     cols = ['model', 'template', 'query', 'bias', 'pair_id', 'label', 'statement', 'pronoun', 'snippet', 'options',
             'answer', 'reason', 'passes_all', 'content_note']
-    sheet = objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}).reset_index(drop=True)
-    return sheet.assign(annotator_1='', annotator_2='')
-
-# %% ../../nbs/46_wscplus_generate.ipynb #e6a0c036
-def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
-    "Cohen's kappa of two annotators' labels (NaN when chance agreement is 1)."
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    cats = set(a) | set(b)
-    expected = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
-    return float('nan') if expected == 1 else (observed - expected) / (1 - expected)
+    return blank_sheet(objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}), annotators=2)
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c037
 def annotation_agreement(path) -> dict: # a filled annotation sheet (CSV)
     "Labelled rows, Cohen's kappa and the share both annotators call valid; a bad label raises `DataError`."
-    from wordbench.core import DataError
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ('annotator_1', 'annotator_2'):
-        if col not in df.columns: raise DataError('missing from the header', path, 1, col)
-        bad = df.index[~df[col].str.strip().isin(ANNOTATION_LABELS + ('',))]
-        if len(bad): raise DataError(f'expected one of {ANNOTATION_LABELS}, got {df[col][bad[0]]!r}', path,
-                                     int(bad[0]) + 2, col)
-    both = df[(df.annotator_1.str.strip() != '') & (df.annotator_2.str.strip() != '')]
-    a, b = both.annotator_1.str.strip().tolist(), both.annotator_2.str.strip().tolist()
+    df = read_annotations(path, ANNOTATION_LABELS, annotators=2)
+    both = df[(df.annotator_1 != '') & (df.annotator_2 != '')]
     nan = float('nan')
-    return dict(rows=len(df), labelled=len(both), kappa=cohen_kappa(a, b) if len(both) else nan,
-                both_valid_pct=100 * sum(x == y == 'valid' for x, y in zip(a, b)) / len(both) if len(both) else nan)
+    valid = 100 * ((both.annotator_1 == 'valid') & (both.annotator_2 == 'valid')).mean() if len(both) else nan
+    return dict(rows=len(df), labelled=len(both), kappa=agreement(df).kappa[0] if len(both) else nan,
+                both_valid_pct=valid)
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c03a
 CONTENT_NOTE = 'offensive query: may contain stereotypes ({bias})'  # the note every offensive row carries
@@ -384,7 +371,7 @@ def _request_text(req: GenerateRequest) -> str:
 def run_generation(lm, # a backend (ideally a `CachedLM`)
                    model: str, # the model name in the tables
                    plan: list[dict], # from `generation_plan`
-                   n_pairs: int=3, max_tokens: int=768, temperature: float=0.0,
+                   n_pairs: int=2, max_tokens: int=256, temperature: float=0.0,
                    known: set|None=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     "Call, object and failure tables of one model's run (a failed call counted; replies stored with echoes redacted)."
     with warnings.catch_warnings():
@@ -444,31 +431,43 @@ def generation_temperature(value: float|str # a number or a key of `GENERATION_T
     except ValueError: raise ValueError(f'temperature {value!r}: a number or one of {sorted(GENERATION_TEMPERATURES)}')
 
 # %% ../../nbs/46_wscplus_generate.ipynb #e6a0c044
-def _write_csv(df: pd.DataFrame, path: Path):
-    df.to_csv(path, index=False, lineterminator='\n', float_format='%.4f')
-
 def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # models to generate with
-                     templates: Sequence[str]=tuple(GEN_TEMPLATES), queries: Sequence[str]=tuple(GEN_QUERIES),
-                     calls: int=1, pairs: int=3, max_tokens: int=768, temperature: float|str=0.0,
-                     backend: str='hf', out=None, cache: bool=True) -> dict:
+                     templates: Sequence[str]=tuple(GEN_TEMPLATES), # templates: cot tot coe toe
+                     queries: Sequence[str]=tuple(GEN_QUERIES), # queries: wdq wiq ambiguous offensive
+                     calls: int=1, # calls per template and query (the paper: 50)
+                     pairs: int=2, # pairs asked for per call (the paper: 3)
+                     max_tokens: int=256, # new tokens per call
+                     temperature: float|str='greedy', # a number, greedy (0) or paper (1: the API default)
+                     backend: str='hf', # model backend: hf, openai, dummy, ...
+                     base_url: str|None=None, # the models' server (openai backend), e.g. http://host:8000/v1
+                     out=None, # output folder (default data/wscplus/generation/)
+                     cache: bool=True # cache model responses (a rerun or a resumed run asks nothing twice)
+                    ) -> dict:
     "Generate with each model, write the tables under `out` (default data/wscplus/generation/); the yield summary."
-    from wordbench.cache import CachedLM
     temperature = generation_temperature(temperature)
-    out = Path(out or default_generation_dir())
-    out.mkdir(parents=True, exist_ok=True)
+    models = [models] if isinstance(models, str) else list(models)
+    run = RunDir(out or default_generation_dir())
+    run.key = stable_hash(list(templates), list(queries), calls, pairs, max_tokens, temperature, backend, base_url)
     plan, known, tables = generation_plan(templates, queries, calls), known_statements(), []
-    for m in [models] if isinstance(models, str) else models:
-        lm = get_lm(backend, m)
-        cached = CachedLM(lm, chunk_size=1) if cache else lm   # every reply committed as it comes: a kill loses one
-        tables.append(run_generation(cached, m, plan, pairs, max_tokens, temperature, known))
-    calls_df, objects_df, failures_df = (pd.concat([t[i] for t in tables], ignore_index=True) for i in range(3))
+    for m in models:
+        # every reply committed to the cache as it comes (chunks of 1): a kill loses the call in flight only
+        lm = open_lm(m, backend, base_url, cache, run.calls, run.stage_name, chunk_size=1)
+        def generate():
+            return {k: df.to_dict('records') for k, df in
+                    zip(('calls', 'objects', 'failures'), run_generation(lm, m, plan, pairs, max_tokens, temperature,
+                                                                        known))}
+        tables.append(run.stage(f'generate-{stable_hash(lm.identity())[:12]}', generate))
+    calls_df, objects_df, failures_df = (pd.DataFrame([r for t in tables for r in t[k]])
+                                         for k in ('calls', 'objects', 'failures'))
     ytab = yield_table(calls_df, objects_df, failures_df)
     for name, df in (('calls', calls_df), ('objects', objects_df), ('failures', failures_df), ('yield', ytab),
                      ('annotation_sheet', annotation_sheet(objects_df) if len(objects_df) else objects_df)):
-        _write_csv(df, out/f'{name}.csv')
-    (out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
+        run.table(name, df, float_format='%.4f')
+    (run.out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
     args = f"--models {' '.join(models)} --calls {calls} --pairs {pairs} --max-tokens {max_tokens}"
-    (out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs, max_tokens=max_tokens,
-                                                temperature=temperature))
+    (run.out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs,
+                                                    max_tokens=max_tokens, temperature=temperature))
+    run.finish()
     return dict(calls=len(calls_df), objects=len(objects_df), failures=failures_df.reason.value_counts().to_dict()
-                if len(failures_df) else {}, passing=int(objects_df.passes_all.sum()) if len(objects_df) else 0)
+                if len(failures_df) else {}, passing=int(objects_df.passes_all.sum()) if len(objects_df) else 0,
+                resumed_stages=run.resumed)
