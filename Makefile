@@ -30,11 +30,12 @@ figures: setup data results exports ## the main job: build datasets, evaluate (c
 
 data: env                          ## datasets derived from the raw inputs (every builder the main job runs; deterministic)
 	$(BIN)/wordbench doctor --strict
-	for b in $$($(BIN)/wordbench list builders --main); do $(BIN)/wordbench build $$b; done
+	for b in $$($(BIN)/wordbench list builders --main); do echo "== build $$b"; $(BIN)/wordbench build $$b; done
 
 results: env                       ## every registered task's $(GRID) grid, cached and resumable
-	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)); do $(EVAL) $$t --grid $(GRID) --model $(MODELS) $(EVAL_OPTS); done
-	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do \
+	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)); do echo "== eval $$t --grid $(GRID)"; \
+	  $(EVAL) $$t --grid $(GRID) --model $(MODELS) $(EVAL_OPTS); done
+	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do echo "== eval $$t --grid $(GRID)-strategies"; \
 	  $(EVAL) $$t --grid $(GRID)-strategies --model $(STRATEGY_MODELS) $(EVAL_OPTS); done
 
 EXPORTS ?= exports
@@ -42,8 +43,8 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 	$(BIN)/wordbench export hf --out $(EXPORTS)/hf
 	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
-benchmark: env test-env            ## model-layer speed and exactness vs lm-eval and llama.cpp; parity of the exported lm-eval tasks; openai backend batching
-	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark
+benchmark: env test-env            ## speed and exactness vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile
+	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark main_job_profile
 
 test: setup test-env               ## every notebook under nbval, plus tests/
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests

@@ -74,7 +74,10 @@ SHARED_ANALYSES = [
     Analysis('lm_eval_parity', 'the exported lm-eval tasks under lm-eval HFLM vs the committed cpu-grid rows: '
              'log-likelihood differences and decisions per task', main=False),
     Analysis('openai_batching_benchmark', 'openai backend against a local vLLM stand-in: requests/s one prompt per '
-             'call vs batches and concurrency, max |Δ log-likelihood| and decisions vs hf, memory', main=False)]
+             'call vs batches and concurrency, max |Δ log-likelihood| and decisions vs hf, memory', main=False),
+    Analysis('main_job_profile', "make figures by phase: FLOPs of each task's requests, time (sampled now and the "
+             'last fresh run), FLOP/s, share of the measured peak, time at the limit', main=False,
+             params_from={'log_path': 'log_path'})]
 for _a in SHARED_ANALYSES: register_analysis(_a)
 
 # %% ../nbs/90_cli.ipynb #9b669c06
