@@ -43,7 +43,7 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 	$(BIN)/wordbench export hf --out $(EXPORTS)/hf
 	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
-benchmark: env test-env            ## speed and exactness vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile
+benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile
 	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark main_job_profile
 
 test: setup test-env               ## every notebook under nbval, plus tests/
