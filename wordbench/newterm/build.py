@@ -130,24 +130,34 @@ def frequency(terms: list[dict]) -> list[dict]:
 SELECTED_TYPES = ('new words not deduced', 'new phrases not deduced', 'frequently word not deduced')
 
 # %% ../../nbs/28_newterm_build.ipynb #ef718c75
+def _frequent_floor(zipfs: list[float], per_type: int|None) -> float:
+    "The Zipf floor of frequent words: the median of the seen ones, moved so that 2-5 x `per_type` pass."
+    seen = sorted((z for z in zipfs if z > 0), reverse=True)
+    if not seen: return np.inf
+    floor, passing = float(np.median(seen)), lambda f: sum(z >= f for z in seen)
+    if per_type and passing(floor) < 2 * per_type: floor = seen[min(2 * per_type, len(seen)) - 1]
+    elif per_type and passing(floor) > 5 * per_type: floor = seen[5 * per_type - 1]
+    return floor
+
 def select(p: Pipeline, terms: list[dict], per_type: int|None=None, phrase_zipf: float=3.0) -> list[dict]:
-    "Each term with `selected_type`: our proxy of the paper's selection ('' if none), `per_type` least deduced."
-    seen = [t['zipf'] for t in terms if t['zipf'] > 0 and ' ' not in t['term']]
-    frequent = float(np.median(seen)) if seen else np.inf
+    "The selected terms: per type, the `per_type` least deduced (None: all), typed by our selection."
+    floor = _frequent_floor([t['zipf'] for t in terms if ' ' not in t['term']], per_type)
     def kind(t):
         if ' ' in t['term']: return SELECTED_TYPES[1] if t['zipf'] <= phrase_zipf else ''
         if t['zipf'] == 0: return SELECTED_TYPES[0]
-        return SELECTED_TYPES[2] if t['zipf'] >= frequent else ''
-    out = [{**t, 'selected_type': kind(t)} for t in terms]
-    for typ in SELECTED_TYPES:
-        ranked = sorted((t for t in out if t['selected_type'] == typ), key=lambda t: t['similarity'])
-        for t in ranked[per_type or len(ranked):]: t['selected_type'] = ''
-    agree = sum(t['selected_type'] == t.get('type') for t in out)
-    typed = sum(bool(t['selected_type']) for t in out)
-    p.funnel.add('terms', 'select', **{'in': len(out), 'parsed': len(out), 'kept': typed})
-    p.funnel.drop('terms', 'select', 'no selected type (rare word / frequent phrase / not among the least deduced)',
-                  sum(not t['selected_type'] for t in out))
-    p.funnel.add('terms', 'select: agrees with the released type', **{'in': len(out), 'kept': agree})
+        return SELECTED_TYPES[2] if t['zipf'] >= floor else ''
+    typed = [{**t, 'selected_type': kind(t)} for t in terms]
+    chosen = {id(t) for typ in SELECTED_TYPES for t in sorted((t for t in typed if t['selected_type'] == typ),
+                                                               key=lambda t: t['similarity'])[:per_type]}
+    out = [{**t, 'listed_type': t.get('type', ''), 'type': typ} for typ in SELECTED_TYPES for t in typed
+           if id(t) in chosen and t['selected_type'] == typ]
+    p.funnel.add('terms', 'select', **{'in': len(terms), 'parsed': len(terms), 'kept': len(out)})
+    untyped = sum(not t['selected_type'] for t in typed)
+    p.funnel.drop('terms', 'select', 'no type (a rare word or a frequent phrase)', untyped)
+    p.funnel.drop('terms', 'select', f'not among the {per_type} least deduced of its type',
+                  len(typed) - untyped - len(out))
+    p.funnel.add('terms', 'select: agrees with the released type',
+                 **{'in': len(terms), 'kept': sum(t['selected_type'] == t.get('type') for t in typed)})
     return out
 
 # %% ../../nbs/28_newterm_build.ipynb #e15f76b0
@@ -173,9 +183,10 @@ def related_terms(p: Pipeline, terms: list[dict], n: int=5) -> list[dict]:
 
 # %% ../../nbs/28_newterm_build.ipynb #2b46d137
 def released_related(terms: list[dict], year=2024) -> list[dict]:
-    "Each term with `related` from the release's `term_generation.jsonl` of `year` (matched on term and meaning)."
+    "Each term with the release's `related` (`term_generation.jsonl`), the model's own kept as `generated_related`."
     rel = {(r.term, r.meaning): list(r.phrases) for r in load_newterm('term_generation', year).itertuples()}
-    return [{**t, 'related': rel.get((t['term'], t['meaning']), [])} for t in terms]
+    return [{**t, **({'generated_related': t['related']} if 'related' in t else {}),
+             'related': rel.get((t['term'], t['meaning']), [])} for t in terms]
 
 # %% ../../nbs/28_newterm_build.ipynb #d50d526e
 def _replace_term(question: str, term: str, other: str) -> str|None:
@@ -378,20 +389,20 @@ def release_rows(task: str, items: list[dict]) -> list[dict]:
 BUILD_TASKS = ('COMA', 'COST', 'CSJ')  # the tasks the pipeline builds
 
 # %% ../../nbs/28_newterm_build.ipynb #814d63ae
-def run_pipeline(p: Pipeline, terms: list[dict], # `term`, `meaning`, `type` per term
+def run_pipeline(p: Pipeline, terms: list[dict], # `term`, `meaning` (and a listed `type`) per term
                  tasks: Sequence[str]=BUILD_TASKS, # which tasks to build
                  related: str|dict='generate', # 'generate', 'released' (2024 release) or {term: [related terms]}
                  per_type: int|None=None, # selection size per type (None: all)
                  pick: str='code', # perplexity pick: 'code' (lower of the top two) or 'paper' (highest)
                  run: RunDir|None=None # stage files to write and resume from (None: none)
                 ) -> tuple[list[dict], dict]:
-    "The enriched terms and, per task, the selected items (release fields plus `ppl` and bookkeeping)."
+    "The selected, enriched terms and, per task, the selected items (release fields plus `ppl` and bookkeeping)."
     stage = (lambda name, fn: run.stage(name, fn, p.funnel)) if run else (lambda name, fn: fn())
     def enrich(terms):
         terms = select(p, frequency(deduce(p, terms)), per_type)
         if related in ('generate', 'released'): terms = related_terms(p, terms)
         if related == 'released':
-            terms = [{**t, 'generated_related': t['related']} for t in released_related(terms)]
+            terms = released_related(terms)
             full = sum(len(t['related']) == 5 for t in terms)
             p.funnel.add('terms', "related: the release's used instead", **{'in': len(terms), 'kept': full})
         elif isinstance(related, dict): terms = [{**t, 'related': list(related.get(t['term'], []))} for t in terms]

@@ -13,9 +13,10 @@ from ..prompts import LETTERS, conversation, first_group, first_token_in, letter
 
 # %% auto #0
 __all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',
-           'STRATEGIES', 'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE', 'paper_prompt', 'split_strategy',
-           'user_prompt', 'system_prompt', 'mask_term', 'select_shots', 'shot_answer', 'messages', 'generate_request',
-           'choice_requests', 'parse_choice', 'parse_judgement', 'parse_reply']
+           'STRATEGIES', 'COMPLETION_STOP', 'PROMPT_FORMATS', 'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE',
+           'paper_prompt', 'split_strategy', 'user_prompt', 'system_prompt', 'mask_term', 'select_shots', 'shot_answer',
+           'messages', 'completion_prompt', 'prompt_format', 'generate_request', 'choice_requests', 'parse_choice',
+           'parse_judgement', 'parse_reply']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
 NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()`
@@ -129,12 +130,37 @@ def messages(item: dict, # the item
     turns = [(user_prompt(s, variant), shot_answer(s, variant)) for s in shots]
     return conversation(user_prompt(item, variant, question), system_prompt(item, variant, setting == 'gold'), turns)
 
+# %% ../../nbs/22_newterm_prompts.ipynb #fd1d3864
+def completion_prompt(messages: tuple # `(role, content)` pairs, as `messages` makes them
+                     ) -> str:
+    "The conversation as one prompt: blocks split by blank lines, each answer after its cue, ending at the cue."
+    blocks = []
+    for role, content in messages:
+        if role == 'assistant': blocks[-1] += ' ' + content
+        else: blocks.append(content.rstrip() if role == 'user' else content)
+    return '\n\n'.join(blocks)
+
+# %% ../../nbs/22_newterm_prompts.ipynb #889ca42a
+COMPLETION_STOP = '\n\n'  # ends a completion-style reply: the blank line that separates the prompt's blocks
+
+# %% ../../nbs/22_newterm_prompts.ipynb #495544b4
+PROMPT_FORMATS = ('chat', 'completion')  # how a generation request gives the prompt (`prompt_format`)
+
+def prompt_format(request: GenerateRequest) -> str:
+    "'chat' (messages, the model's chat template) or 'completion' (one raw prompt)."
+    return PROMPT_FORMATS[request.prompt is not None]
+
 # %% ../../nbs/22_newterm_prompts.ipynb #8b1fda2f
 def generate_request(item: dict, strategy: str, shots: Sequence[dict]=(),
-                     max_tokens: int=16) -> GenerateRequest|None: # new tokens at most (recorded in every row)
+                     max_tokens: int=16, # new tokens at most (recorded in every row)
+                     chat: bool=True # chat messages; False: the completion prompt (a model without chat)
+                    ) -> GenerateRequest|None:
     "The greedy generation request of `item` under `strategy` (None: the strategy does not apply)."
     msgs = messages(item, strategy, shots)
-    return None if msgs is None else GenerateRequest(msgs, max_tokens=max_tokens, temperature=0.0)
+    if msgs is None: return None
+    if chat: return GenerateRequest(msgs, max_tokens=max_tokens, temperature=0.0)
+    return GenerateRequest(prompt=completion_prompt(msgs), max_tokens=max_tokens, temperature=0.0,
+                           stop=(COMPLETION_STOP,))
 
 # %% ../../nbs/22_newterm_prompts.ipynb #9d5e9b62
 ANSWER_FORMS = ('letter', 'text')  # what the log-likelihood protocol scores for COMA/COST (CSJ: the answer words)
@@ -144,7 +170,7 @@ def choice_requests(item: dict, strategy: str, shots: Sequence[dict]=(), answers
     "One log-likelihood request per answer (letters, choice texts, or CSJ's False/True words) after the prompt."
     msgs = messages(item, strategy, shots)
     if msgs is None: return None
-    context = render_chat(msgs, 'plain').rstrip()
+    context = completion_prompt(msgs)
     if item['task'] == 'CSJ': options = CSJ_WORDS[split_strategy(strategy)[1]]
     elif answers == 'letter': options = LETTERS[:len(item['choices'])]
     elif answers == 'text': options = item['choices']

@@ -12,8 +12,8 @@ from ..prompts import LETTERS
 
 # %% auto #0
 __all__ = ['TASK_ORDER', 'PAPER_TABLE1', 'PAPER_TABLE18_RAW', 'PAPER_TABLE19', 'TABLE1_COLUMNS', 'BASELINE_RULES',
-           'ARTEFACT_MARGIN', 'pooled_scores', 'base_gold_test', 'with_sets', 'table1', 'paper_results', 'term_letter',
-           'longest_letter', 'shortest_letter', 'baseline_scores']
+           'ARTEFACT_MARGIN', 'pooled_scores', 'reply_note', 'base_gold_test', 'with_sets', 'table1', 'paper_results',
+           'term_letter', 'longest_letter', 'shortest_letter', 'baseline_scores']
 
 # %% ../../nbs/24_newterm_scores.ipynb #ad3d87f7
 def _balanced(ok: pd.DataFrame) -> float:
@@ -40,6 +40,17 @@ def pooled_scores(results: pd.DataFrame, # NewTerm result rows (either protocol)
                      _balanced(ok) if is_csj else np.nan, g.id.nunique(), len(g), int(g.failed.sum()),
                      int(g.invalid.sum()) if 'invalid' in g else 0))
     return pd.DataFrame(rows, columns=[*by, 'acc', 'lo', 'hi', 'bacc', 'n_items', 'n_rows', 'n_failed', 'n_invalid'])
+
+# %% ../../nbs/24_newterm_scores.ipynb #420192f9
+def reply_note(results: pd.DataFrame, # generative NewTerm rows (with `prompt_format` and `invalid`)
+               model: str, # whose rows
+               setting: str|None=None # only this setting ('base', 'gold', ...); None: all
+              ) -> str:
+    "' (completion; unparsable 12/60)': how `model` was asked in `results` and how many replies parsed to nothing."
+    g = results[(results.model == model) & ((results.setting == setting) if setting else True)]
+    g = g[~g.failed.astype(bool)]
+    if g.empty or 'prompt_format' not in g: return ''
+    return f" ({', '.join(sorted(set(g.prompt_format)))}; unparsable {int(g.invalid.astype(bool).sum())}/{len(g)})"
 
 # %% ../../nbs/24_newterm_scores.ipynb #dca0fa5f
 def base_gold_test(results: pd.DataFrame, # NewTerm result rows with settings 'base' and 'gold'

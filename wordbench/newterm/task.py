@@ -4,7 +4,7 @@
 
 # %% ../../nbs/23_newterm_task.ipynb #9b07f55d
 from __future__ import annotations
-import functools
+import copy, functools
 from typing import Sequence
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, choice_requests, generate_request,
-                                       paper_prompt, parse_reply, select_shots, split_strategy)
+                                       paper_prompt, parse_reply, prompt_format, select_shots, split_strategy)
 
 # %% auto #0
 __all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'PAPER_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS',
@@ -53,13 +53,15 @@ ITEM_COLUMNS = ('year', 'line', 'clean', 'term_type', 'term')  # item attributes
 
 # %% ../../nbs/23_newterm_task.ipynb #c7a50c03
 NEWTERM_SCHEMA = ResultSchema(
-    columns=CORE_COLUMNS + ('invalid',) + ITEM_COLUMNS + ('setting', 'variant', 'parse', 'reply', 'finish_reason',
-                                                          'max_tokens', 'prompt_tokens', 'completion_tokens'),
+    columns=CORE_COLUMNS + ('invalid',) + ITEM_COLUMNS + ('setting', 'variant', 'prompt_format', 'parse', 'reply',
+                                                          'finish_reason', 'max_tokens', 'prompt_tokens',
+                                                          'completion_tokens'),
     key=('model', 'strategy', 'shots', 'seed', 'id'),
     dtypes={'correct': 'Int64', 'failed': bool, 'invalid': bool, 'shots': int, 'seed': int, 'line': int,
             'clean': 'boolean', 'variant': int, 'max_tokens': int, 'prompt_tokens': 'Int64',
             'completion_tokens': 'Int64'},
-    text=('id', 'model', 'label', 'pred', 'year', 'term_type', 'term', 'setting', 'parse', 'reply', 'finish_reason'),
+    text=('id', 'model', 'label', 'pred', 'year', 'term_type', 'term', 'setting', 'prompt_format', 'parse', 'reply',
+          'finish_reason'),
     parsed=True)
 
 # %% ../../nbs/23_newterm_task.ipynb #e0b1cccc
@@ -70,8 +72,8 @@ def _item_fields(it: dict, s) -> dict:
 
 # %% ../../nbs/23_newterm_task.ipynb #e25218ce
 class NewTermTask(Task):
-    "A NewTerm task under the paper's protocol: greedy chat generation, the authors' answer parsing."
-    schema, strategies = NEWTERM_SCHEMA, STRATEGIES
+    "A NewTerm task under the paper's protocol: greedy generation (chat or completion), the authors' answer parsing."
+    schema, strategies, chat = NEWTERM_SCHEMA, STRATEGIES, True
     default_strategies = ('base1', 'base2', 'base3', 'gold1', 'gold2', 'gold3')
     options = {**ITEM_OPTIONS, 'max_tokens': Option(f'reply cap in tokens (default: {CPU_MAX_TOKENS})', int)}
     def __init__(self, task: str): # COMA, COST or CSJ
@@ -87,18 +89,23 @@ class NewTermTask(Task):
         items, pool = load_task_items(self.task, years, sample, subset, path)
         return [{**it, 'max_tokens': max_tokens or CPU_MAX_TOKENS} for it in items], pool
     def skip_reason(self, strategy) -> str: return 'whose question does not contain the term (nothing to mask)'
+    def for_lm(self, lm: LM) -> NewTermTask:
+        "The task as `lm` is asked it: chat messages, or the completion prompt when it has no chat template."
+        t = copy.copy(self)
+        t.chat = bool(lm.supports_chat)
+        return t
 
 # %% ../../nbs/23_newterm_task.ipynb #899582f9
 @patch
 def requests(self: NewTermTask, it: dict, s, pool) -> tuple|None:
-    "One greedy generation request (None: a masked setting and no term in the question)."
-    req = generate_request(it, s.strategy, select_shots(it, pool, s.shots, s.seed), it['max_tokens'])
+    "One greedy generation request, chat or completion (None: a masked setting and no term in the question)."
+    req = generate_request(it, s.strategy, select_shots(it, pool, s.shots, s.seed), it['max_tokens'], self.chat)
     return None if req is None else (req,)
 
 # %% ../../nbs/23_newterm_task.ipynb #b23e0002
 def said(request: GenerateRequest) -> str:
-    "The text of a request's conversation (what a reply may echo)."
-    return '\n'.join(c for _, c in request.messages)
+    "The text of a request's prompt or conversation (what a reply may echo)."
+    return request.prompt if request.prompt is not None else '\n'.join(c for _, c in request.messages)
 
 # %% ../../nbs/23_newterm_task.ipynb #f26c2daa
 @patch
@@ -108,7 +115,7 @@ def row(self: NewTermTask, it: dict, s, requests, responses, lm) -> dict:
     failed = isinstance(g, LMFailure)
     pred, how = (None, '') if failed else parse_reply(it, g.text)
     return dict(_item_fields(it, s), pred=pred or '', correct=pd.NA if failed else int(pred == it['label']),
-                failed=failed, invalid=not failed and pred is None, parse=how,
+                failed=failed, invalid=not failed and pred is None, prompt_format=prompt_format(requests[0]), parse=how,
                 reply='' if failed else redact_echo(g.text, said(requests[0])),
                 finish_reason='' if failed else g.finish_reason, max_tokens=requests[0].max_tokens,
                 prompt_tokens=pd.NA if failed else g.prompt_tokens,
