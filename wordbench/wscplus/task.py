@@ -188,17 +188,23 @@ class WSCPlusTask(Task):
     def load(self, split='validation', n=None, splits=None) -> tuple[list[dict], list[dict]]:
         "The items of `split` (a balanced stable subset of `n`) and, as the shot pool, the few-shot rows."
         return sample_items(load_items(split, splits), n), load_items('few-shot', splits)
-    chat = True   # the evaluated model has a chat template (`for_lm` says; else primed raw prompts)
+    lm = None   # the model asked (`for_lm`); None: a chat model
     def requests(self, item, setting, pool):
-        return item_requests(item, setting.strategy, shots_of(pool), setting.seed, self.chat)
+        chat = parse_strategy(setting.strategy).protocol == 'score' or self.chat()   # scored: the same for all
+        return item_requests(item, setting.strategy, shots_of(pool), setting.seed, chat)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c04c
 @patch
 def for_lm(self: WSCPlusTask, lm) -> WSCPlusTask:
-    "A copy of the task that asks `lm` with chat messages if it has a chat template, else with primed raw prompts."
+    "A copy of the task that asks `lm`."
     task = copy.copy(self)
-    task.chat = bool(lm.supports_chat)
+    task.lm = lm
     return task
+
+@patch
+def chat(self: WSCPlusTask) -> bool:
+    "Whether the model asked gets chat messages (it has a chat template), not primed raw prompts."
+    return self.lm is None or bool(self.lm.supports_chat)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c04e
 def prompt_format(request, # the first request of an item
