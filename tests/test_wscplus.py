@@ -166,15 +166,16 @@ def test_committed_replies_with_an_echo_are_proven_unchanged_or_listed():
     """A redacted reply hides prompt text only. Given each row's stored strict outcome (read from the full reply),
     the new rules can differ only on a hedge, a spaced semicolon, a late `A:` line or a negated option; where none of
     them can lie in the visible text, the prompt or across a marker's edge, the stored answers stand. The rest are
-    the rows re-run (listed here)."""
+    the rows re-run (listed here). Rows of primed prompts (`raw-primed`) were written after these rules, by them."""
     import re
     from wordbench.wscplus.splits import load_items
-    from wordbench.wscplus.task import item_requests, shots_of
+    from wordbench.wscplus.task import item_requests, shots_of, PRIMED
     items, shots = {it['id']: it for it in load_items('all')}, shots_of(load_items('few-shot'))
     undecided = set()
     for m in ('smollm2-135m', 'gemma3-270m'):
         df = pd.read_csv(ROOT/'data'/'results'/f'wscplus_{m}.csv.gz', keep_default_na=False, na_values=[''])
         for r in df[(df.protocol != 'score') & df.reply.fillna('').str.contains('[prompt echo:', regex=False)].itertuples():
+            if getattr(r, 'prompt_format', '') == PRIMED: continue
             it = items[str(r.id)]
             prompt = '\n'.join(c for _, c in item_requests(it, r.strategy, shots, int(r.seed))[0].messages)
             if r.protocol == 'sc':
@@ -185,6 +186,4 @@ def test_committed_replies_with_an_echo_are_proven_unchanged_or_listed():
             if not all(_echo_cannot_matter(x, prompt, it['options'], s) for x, s in zip(reps, states) if re.search(_MARK, x)):
                 undecided.add((m, r.strategy, int(r.id)))
     assert undecided == {('smollm2-135m', 'few-shot-sc3', i) for i in (1791, 1839, 2404, 2489, 266, 335, 732)} | {
-        ('smollm2-135m', 'toe-paper', i) for i in (1231, 2022, 2404, 2489)} | {
-        ('gemma3-270m', 'coe', i) for i in (1231, 1902, 2022, 2582, 266, 335, 732)} | {
-        ('gemma3-270m', 'few-shot-sc3', i) for i in (2459, 2489)}
+        ('smollm2-135m', 'toe-paper', i) for i in (1231, 2022, 2404, 2489)}

@@ -79,7 +79,7 @@ class Task:
     def row(self, item: dict, setting: Setting, requests: tuple, responses: list, lm: LM) -> dict:
         raise NotImplementedError
     def skip_reason(self, strategy: str) -> str: return 'the setting does not apply to'
-    def for_lm(self, lm: LM) -> Task: return self  # the task as `lm` is asked it (e.g. no chat: completion prompts)
+    def for_lm(self, lm: LM) -> Task: return self  # the task as it asks `lm` (a copy, where requests depend on it)
     def __repr__(self): return f'{type(self).__name__}({self.name!r})'
 
 # %% ../nbs/06_tasks.ipynb #515910c5
@@ -200,13 +200,13 @@ def run_eval(task: str|Task, # a task or its registered name
         if cache:
             from wordbench.cache import CachedLM
             lm = CachedLM(lm, path=None if cache is True else cache)
-        path, t0, frames = results_path(task.name, m, out), time.time(), []
+        path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
         for settings, items, pool in parts:
-            res = run_task(task, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
+            res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')
-        write_run_record(path, *run_record(task.for_lm(lm), m, pd.concat(frames, ignore_index=True), parts,
+        write_run_record(path, *run_record(asked, m, pd.concat(frames, ignore_index=True), parts,
                                            run_config(m, backend, lm, grid, lm_options, options), time.time() - t0))
         paths.append(path)
     return paths

@@ -13,8 +13,8 @@ from ..seeds import checked_text
 
 # %% auto #0
 __all__ = ['EVAL_SHOT_LINES', 'SHOT_REASONS', 'SHOT_STEPS', 'TREE_EXAMPLE', 'ANSWER_RULE', 'PROCEDURE', 'EVAL_TEMPLATES',
-           'build_query', 'EvalTemplate', 'paper_toe_text', 'template_text', 'build_eval_prompt', 'eval_template_hash',
-           'score_context']
+           'ANSWER_PRIMER', 'build_query', 'EvalTemplate', 'paper_toe_text', 'template_text', 'build_eval_prompt',
+           'eval_template_hash', 'score_context', 'primed_prompt']
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c006
 def build_query(item: dict) -> str: # a WSC+ row or item (pronoun, snippet, statement, options_raw)
@@ -146,3 +146,11 @@ def eval_template_hash(name: str, shots: dict) -> str:
 def score_context(item: dict, name: str, shots: dict) -> str:
     "The text after which the scored protocol compares ' 0', ' 1' and ' 2'."
     return build_eval_prompt(item, name, shots) + '\n' + EVAL_TEMPLATES[name].score_prefix
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c051
+ANSWER_PRIMER = '\nA:'  # what a base model's prompt ends with: the answer label of the templates' examples
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c052
+def primed_prompt(item: dict, name: str, shots: dict) -> str:
+    "The raw prompt of a model without a chat template: the user message, then the answer label."
+    return build_eval_prompt(item, name, shots) + ANSWER_PRIMER

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c002
 from __future__ import annotations
-import json
+import copy, json, re
+from dataclasses import replace
 from typing import NamedTuple
 import pandas as pd
 from fastcore.basics import patch
@@ -15,15 +16,15 @@ from ..results import ResultSchema
 from ..tasks import Task, Option, register_task
 from .sources import WSCPLUS_TYPES
 from .splits import load_items
-from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context
+from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context, primed_prompt
 from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
                                        self_consistency_vote)
 from ..prompts import ECHO_MIN, redact_echo
 
 # %% auto #0
-__all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'SCORED_STRATEGIES', 'SHORT_TEMPLATES',
-           'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items', 'shots_of',
-           'item_requests', 'answer_row', 'WSCPlusTask']
+__all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
+           'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'cut_reply', 'Strategy', 'parse_strategy',
+           'sample_items', 'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -33,6 +34,17 @@ SC_TEMPERATURE = 0.7  # sampling temperature of self-consistency (top_p 1)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c042
 STOP = ('\nQ:',)  # replies end where a model starts a new question
+
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c047
+def cut_reply(text: str, # a reply as the model wrote it
+              stop: tuple=STOP # strings that end a reply
+             ) -> str:
+    "`text` up to the first stop string that follows some content (white space and stop strings before it stay)."
+    stop = [s for s in stop if s]
+    if not stop: return text
+    lead = re.match('(?:' + '|'.join(map(re.escape, stop)) + r'|\s)*', text).end()
+    cuts = [i for i in (text.find(s, lead) for s in stop) if i >= 0]
+    return text[:min(cuts)] if cuts else text
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c007
 class Strategy(NamedTuple):
@@ -67,7 +79,7 @@ def sample_items(items: list[dict], # WSC+ items
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c00f
 WSCPLUS_SCHEMA = ResultSchema(
     columns=('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed', 'invalid',
-             'template', 'protocol', 'k', 'temperature', 'type', 'generator', 'pair_id', 'copies_prompt_example',
+             'template', 'protocol', 'prompt_format', 'k', 'temperature', 'type', 'generator', 'pair_id', 'copies_prompt_example',
              'rule', 'taxonomy', 'paper_pred', 'paper_correct', 'lenient_pred', 'lenient_rule', 'lenient_correct',
              'votes', 'finish_reason', 'prompt_tokens', 'completion_tokens', 'logprob0', 'logprob1', 'logprob2',
              'prompt_hash', 'reply'),
@@ -77,9 +89,12 @@ WSCPLUS_SCHEMA = ResultSchema(
             'lenient_pred': 'Int64', 'lenient_correct': 'Int64', 'prompt_tokens': 'Int64', 'completion_tokens': 'Int64',
             'pair_id': int,
             'copies_prompt_example': bool},
-    text=('id', 'model', 'strategy', 'template', 'protocol', 'type', 'generator', 'rule', 'taxonomy', 'lenient_rule',
+    text=('id', 'model', 'strategy', 'template', 'protocol', 'prompt_format', 'type', 'generator', 'rule', 'taxonomy', 'lenient_rule',
           'votes', 'finish_reason', 'prompt_hash', 'reply'),
     parsed=True)
+
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c04a
+PRIMED = 'raw-primed'  # `prompt_format` of a raw prompt that ends with the answer label (base models; scored protocol)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c011
 _SHOTS: dict = {}
@@ -94,21 +109,24 @@ def shots_of(pool: list[dict]) -> dict:
 def item_requests(item: dict, # a WSC+ item
                   strategy: str, # a strategy name
                   shots: dict, # few-shot items by line
-                  seed: int=0) -> tuple: # the setting's seed (self-consistency samples)
+                  seed: int=0, # the setting's seed (self-consistency samples)
+                  chat: bool=True) -> tuple: # the model has a chat template (else: primed raw prompts)
     "The requests of one item under `strategy`: one generation, k samples, or three scored digits."
     st = parse_strategy(strategy)
     if st.protocol == 'score':
         ctx = score_context(item, st.template, shots)
         return tuple(LoglikelihoodRequest(ctx, f' {d}') for d in (0, 1, 2))
-    msgs = (('user', build_eval_prompt(item, st.template, shots)),)
-    mt = EVAL_TEMPLATES[st.template].max_tokens
-    if st.protocol == 'generate': return (GenerateRequest(msgs, max_tokens=mt, stop=STOP),)
-    return tuple(GenerateRequest(msgs, max_tokens=mt, temperature=SC_TEMPERATURE, seed=seed * st.k + i, stop=STOP)
-                 for i in range(st.k))
+    kw = dict(max_tokens=EVAL_TEMPLATES[st.template].max_tokens)
+    if chat: kw.update(messages=(('user', build_eval_prompt(item, st.template, shots)),), stop=STOP)
+    else: kw.update(prompt=primed_prompt(item, st.template, shots))
+    if st.protocol == 'generate': return (GenerateRequest(**kw),)
+    return tuple(GenerateRequest(**kw, temperature=SC_TEMPERATURE, seed=seed * st.k + i) for i in range(st.k))
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c015
 def _generation_columns(resps: list, options) -> dict:
-    "Answer columns of one greedy reply or of k self-consistency samples."
+    "Answer columns of one greedy reply or of k self-consistency samples (each cut by `cut_reply`)."
+    resps = [g if cut_reply(g.text) == g.text else replace(g, text=cut_reply(g.text), finish_reason='stop')
+             for g in resps]
     strict = [extract_answer(g.text) for g in resps]
     lenient = [extract_answer_lenient(g.text, options) for g in resps]
     if len(resps) == 1: (parse,), (loose,), votes = strict, lenient, ''
@@ -170,23 +188,49 @@ class WSCPlusTask(Task):
     def load(self, split='validation', n=None, splits=None) -> tuple[list[dict], list[dict]]:
         "The items of `split` (a balanced stable subset of `n`) and, as the shot pool, the few-shot rows."
         return sample_items(load_items(split, splits), n), load_items('few-shot', splits)
-    def requests(self, item, setting, pool): return item_requests(item, setting.strategy, shots_of(pool), setting.seed)
+    lm = None   # the model asked (`for_lm`); None: a chat model
+    def requests(self, item, setting, pool):
+        chat = parse_strategy(setting.strategy).protocol == 'score' or self.chat()   # scored: the same for all
+        return item_requests(item, setting.strategy, shots_of(pool), setting.seed, chat)
+
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c04c
+@patch
+def for_lm(self: WSCPlusTask, lm) -> WSCPlusTask:
+    "A copy of the task that asks `lm`."
+    task = copy.copy(self)
+    task.lm = lm
+    return task
+
+@patch
+def chat(self: WSCPlusTask) -> bool:
+    "Whether the model asked gets chat messages (it has a chat template), not primed raw prompts."
+    return self.lm is None or bool(self.lm.supports_chat)
+
+# %% ../../nbs/44_wscplus_task.ipynb #e4a0c04e
+def prompt_format(request, # the first request of an item
+                  responses: list # its responses
+                 ) -> str:
+    "How the request reached the model: `PRIMED` for raw text, else the chat format a response names (or 'chat')."
+    if not isinstance(request, GenerateRequest) or request.prompt is not None: return PRIMED
+    said = [r.prompt_format for r in responses if getattr(r, 'prompt_format', '')]
+    return said[0] if said else 'chat'
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01b
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
 
 @patch
 def row(self: WSCPlusTask, item, setting, requests, responses, lm) -> dict:
-    "One result row: setting, item attributes, the answer columns and a hash of the rendered template."
+    "One row: setting, item attributes, prompt format, the answer columns and a hash of the rendered template."
     st, first = parse_strategy(setting.strategy), requests[0]
     answer = answer_row(item, setting.strategy, responses)
-    text = first.context if st.protocol == 'score' else first.messages[0][1]
-    chat = '\n'.join(c for _, c in getattr(first, 'messages', ()))   # what a reply may echo
+    text = first.context if st.protocol == 'score' else first.prompt or first.messages[0][1]
+    asked = getattr(first, 'prompt', None) or '\n'.join(c for _, c in getattr(first, 'messages', ()))   # what a reply may echo
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
-                **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol, k=st.k,
+                **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol,
+                prompt_format=prompt_format(first, responses), k=st.k,
                 temperature=0.0 if st.protocol == 'score' else first.temperature,
                 prompt_hash=stable_hash(text[:text.rindex(build_query(item))])[:12],
-                **answer) | {'reply': redact_echo(answer['reply'], chat)}
+                **answer) | {'reply': redact_echo(answer['reply'], asked)}
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01c
 WSCPLUS = register_task(WSCPlusTask())
