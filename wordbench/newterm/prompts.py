@@ -144,10 +144,10 @@ def completion_prompt(messages: tuple # `(role, content)` pairs, as `messages` m
 COMPLETION_STOP = '\n\n'  # ends a completion-style reply: the blank line that separates the prompt's blocks
 
 # %% ../../nbs/22_newterm_prompts.ipynb #495544b4
-PROMPT_FORMATS = ('chat', 'completion')  # how a generation request gives the prompt (`prompt_format`)
+PROMPT_FORMATS = ('chat-template', 'raw-primed')  # how a generation request gives the prompt (`prompt_format`)
 
 def prompt_format(request: GenerateRequest) -> str:
-    "'chat' (messages, the model's chat template) or 'completion' (one raw prompt)."
+    "'chat-template' (messages, the model's chat template) or 'raw-primed' (one raw prompt ending with its answer cue)."
     return PROMPT_FORMATS[request.prompt is not None]
 
 # %% ../../nbs/22_newterm_prompts.ipynb #8b1fda2f
