@@ -15,7 +15,8 @@ from .report import ANALYSES, Analysis, register_analysis
 # %% auto #0
 __all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'builtin_systems', 'load_systems', 'merge_streams',
            'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources',
-           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'user_message', 'main']
+           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'in_system_order', 'report_model',
+           'user_message', 'main']
 
 # %% ../nbs/90_cli.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -351,6 +352,15 @@ def _export(a) -> int:
     for p in paths: print(p)
     return 0
 
+# %% ../nbs/90_cli.ipynb #0c061f24
+def in_system_order(names) -> list[str]:
+    "Task names ordered by their system's place in `SYSTEMS`, then by registration."
+    def rank(name):
+        mod = type(TASKS[name]).__module__
+        return next((i for i, s in enumerate(SYSTEMS) if mod == s or mod.startswith(s + '.')), len(SYSTEMS))
+    return sorted(names, key=rank)
+
+
 # %% ../nbs/90_cli.ipynb #3fc8d020
 def report_model(model: str, # model name for `get_lm`
                  backend: str='hf', # model backend
@@ -373,7 +383,7 @@ def report_model(model: str, # model name for `get_lm`
         try: run_eval(task, [model], backend, out=results, grid=grid if grid in task.grids else None, cache=cache,
                       lm_options=lm_options, **opts)
         except USER_ERRORS as e: skipped[name] = user_message(e)
-    return write_card(model, out, results, names if tasks else None), skipped
+    return write_card(model, out, results, names if tasks else in_system_order(TASKS)), skipped
 
 # %% ../nbs/90_cli.ipynb #8347f766
 def _report_parser(sub):

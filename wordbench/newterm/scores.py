@@ -46,7 +46,7 @@ def reply_note(results: pd.DataFrame, # generative NewTerm rows (with `prompt_fo
                model: str, # whose rows
                setting: str|None=None # only this setting ('base', 'gold', ...); None: all
               ) -> str:
-    "' (completion; unparsable 12/60)': how `model` was asked in `results` and how many replies parsed to nothing."
+    "' (raw-primed; unparsable 12/60)': how `model` was asked in `results` and how many replies parsed to nothing."
     g = results[(results.model == model) & ((results.setting == setting) if setting else True)]
     g = g[~g.failed.astype(bool)]
     if g.empty or 'prompt_format' not in g: return ''
