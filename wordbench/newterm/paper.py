@@ -9,9 +9,9 @@ from ..report_card import Card, ours_row, ref_row, majority_row, register_card
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
 
 # %% auto #0
-__all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED', 'PAPER_SIZE_PAIRS',
-           'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CHOICES', 'CARD_MODELS', 'NEWTERM_CARDS',
-           'newterm_card_rows']
+__all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_LEARNED_THRESHOLD', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED',
+           'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CHOICES', 'CARD_MODELS',
+           'NEWTERM_CARDS', 'newterm_card_rows']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
 PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 744, ('2023', 'clean'): 715}  # items
@@ -19,6 +19,9 @@ PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 74
 # %% ../../nbs/28b_newterm_paper.ipynb #c1b12cca
 PAPER_LEARNED = {'Llama': (38, 25), 'Claude': (36, 25), 'GPT': (67, 44)}  # learned terms in 2022, 2023 (section 4.3)
 PAPER_LEARNED_GAIN = {'learned': 10.70, 'unlearned': 5.37}  # accuracy gain (points) after an update, 2022
+
+# %% ../../nbs/28b_newterm_paper.ipynb #2025c664
+PAPER_LEARNED_THRESHOLD = 0.15  # similarity gain that marks a term learned (section 4.3)
 
 # %% ../../nbs/28b_newterm_paper.ipynb #2cf8c9e4
 PAPER_CLEAN_SIZES = {('2022', 'COMA'): 255, ('2022', 'COST'): 230, ('2022', 'CSJ'): 259,   # clean items per task
