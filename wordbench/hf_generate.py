@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import GenerateRequest, Generation
+from .lm import GenerateRequest, Generation, cut_at_stop
 from .hf_common import encode_text, prefix_token_id, common_prefix_length, unique_prefix_tokens
 from .hf_kernels import slot_cache, shared_columns
 
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN',
-           'plain_chat_prompt', 'cut_at_stop', 'DecodeLimits', 'GenRow', 'DecodeEngine', 'plan_batches', 'prefix_tree',
+           'plain_chat_prompt', 'DecodeLimits', 'GenRow', 'DecodeEngine', 'plan_batches', 'prefix_tree',
            'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
 
 # %% ../nbs/03c2_hf_generate.ipynb #82b263db
@@ -31,12 +31,6 @@ def plain_chat_prompt(messages: Sequence[tuple[str, str]]) -> str: # `(role, con
     "A plain transcript: system text, then `User:` / `Assistant:` turns, ending with `Assistant:`."
     label = {'system': '', 'user': 'User: ', 'assistant': 'Assistant: '}
     return '\n\n'.join([label[role] + content for role, content in messages] + ['Assistant:'])
-
-# %% ../nbs/03c2_hf_generate.ipynb #a313bb8d
-def cut_at_stop(text: str, stop: Sequence[str]) -> str:
-    "`text` up to the first occurrence of any stop string."
-    cuts = [text.find(s) for s in stop if s and s in text]
-    return text[:min(cuts)] if cuts else text
 
 # %% ../nbs/03c2_hf_generate.ipynb #32b6a104
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
@@ -307,7 +301,9 @@ def _advance(self: DecodeEngine, row: GenRow, logits, generator) -> bool:
     tok = int(logits.argmax()) if row.temperature <= 0 else sample_token(logits, row.temperature, row.top_p, generator)
     row.new.append(tok)
     if tok in self.eos_ids or len(row.new) >= row.limit: return True
-    return bool(row.stop) and any(s in self.tokenizer.decode(row.new, skip_special_tokens=True) for s in row.stop)
+    if not row.stop: return False
+    text = self.tokenizer.decode(row.new, skip_special_tokens=True)
+    return cut_at_stop(text, row.stop) != text
 
 def _keep_rows(cache, keep, filled: int):
     "Keep only rows `keep` in every layer's buffers (same capacity), copying their first `filled` columns."

@@ -7,13 +7,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass
+import re
 from typing import Sequence
 from fastcore.basics import patch
 from .core import stable_hash, Registry
 
 # %% auto #0
 __all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'TopK',
-           'Generation', 'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
+           'Generation', 'cut_at_stop', 'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm',
+           'DummyLM']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
@@ -42,7 +44,7 @@ class GenerateRequest:
     temperature: float = 0.0 # 0 means greedy decoding
     top_p: float = 1.0       # nucleus sampling mass (sampling only)
     seed: int = 0            # sampling seed; part of the cache key
-    stop: tuple = ()         # strings that end the completion (not included in it)
+    stop: tuple = ()         # strings that end the completion once it has content (`cut_at_stop`)
     prompt: str|None = None  # raw text to continue, for base models and dataset generation (then no `messages`)
     def __post_init__(self):
         if (self.prompt is None) == (not self.messages):
@@ -69,6 +71,17 @@ class Generation:
     completion_tokens: int = 0 # tokens generated (up to and including what a stop string cut off)
     prompt_format: str = ''    # how the request became the prompt: 'raw', 'chat-template', a named fallback
                                # ('' = not said)
+
+# %% ../nbs/03_lm.ipynb #bb0972a0
+def cut_at_stop(text: str, # a completion as the model wrote it
+                stop: Sequence[str] # strings that end it ('' ignored)
+               ) -> str:
+    "`text` up to the first stop string that follows some content (leading white space and stops stay)."
+    stop = [s for s in stop if s]
+    if not stop: return text
+    lead = re.match('(?:' + '|'.join(map(re.escape, stop)) + r'|\s)*', text).end()
+    cuts = [i for i in (text.find(s, lead) for s in stop) if i >= 0]
+    return text[:min(cuts)] if cuts else text
 
 # %% ../nbs/03_lm.ipynb #4f9ef176
 @dataclass(frozen=True)
@@ -199,8 +212,8 @@ def generate(self: DummyLM, requests, progress=None):
     def one(r):
         text = f"dummy answer {stable_hash(self.model, repr(r))[:8]}"
         n_prompt = len((r.prompt if r.prompt is not None else ' '.join(c for _, c in r.messages)).split())
-        cuts = [text.find(s) for s in r.stop if s and s in text]
-        if cuts: return Generation(text[:min(cuts)], 'stop', n_prompt, len(text[:min(cuts)].split()) + 1)
+        cut = cut_at_stop(text, r.stop)
+        if cut != text: return Generation(cut, 'stop', n_prompt, len(cut.split()) + 1)
         if r.max_tokens < 3: return Generation(' '.join(text.split()[:r.max_tokens]), 'length', n_prompt, r.max_tokens)
         return Generation(text, 'eos', n_prompt, 3)
     return [LMFailure('dummy failure') if self._failed(str(r.messages) + (r.prompt or '')) else one(r)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03b_openai.ipynb #af7560eb
 from __future__ import annotations
-import os, sys, math, logging, threading
+import os, sys, math, logging, threading, dataclasses
 from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 import openai, httpx
@@ -13,7 +13,7 @@ from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_
 from .core import UserError
 from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
-                          register_backend)
+                          register_backend, cut_at_stop)
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
@@ -169,7 +169,17 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     ended = 'stop' if r.stop else 'eos'   # the API's 'stop' also means the model ended its answer
     reason = {'stop': ended, 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
     tokens = [getattr(usage, k, 0) or 0 for k in ('prompt_tokens', 'completion_tokens')]
+    if r.stop and choice.finish_reason == 'stop' and not text.strip():   # the server stopped before any content:
+        return self._without_server_stop(r)                              # `cut_at_stop` waits for content
     return Generation(text, reason, *tokens, 'raw' if r.prompt is not None else 'server-chat')
+
+@patch
+def _without_server_stop(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
+    "The request again without server-side stops, cut here by `cut_at_stop` (a stop never empties a reply)."
+    g = self._chat(dataclasses.replace(r, stop=()))
+    if isinstance(g, LMFailure): return g
+    cut = cut_at_stop(g.text, r.stop)
+    return dataclasses.replace(g, text=cut, finish_reason='stop' if cut != g.text else g.finish_reason)
 
 @patch
 def generate(self: OpenAILM, requests, progress=None) -> list:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import pandas as pd
 from fastcore.basics import patch
 from ..core import stable_hash
-from ..lm import LMFailure, GenerateRequest, LoglikelihoodRequest
+from ..lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
 from ..choices import decide
 from ..results import ResultSchema
 from ..tasks import Task, Option, register_task
@@ -23,8 +23,8 @@ from ..prompts import ECHO_MIN, redact_echo
 
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
-           'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'cut_reply', 'Strategy', 'parse_strategy',
-           'sample_items', 'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format']
+           'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items',
+           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -34,17 +34,6 @@ SC_TEMPERATURE = 0.7  # sampling temperature of self-consistency (top_p 1)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c042
 STOP = ('\nQ:',)  # replies end where a model starts a new question
-
-# %% ../../nbs/44_wscplus_task.ipynb #e4a0c047
-def cut_reply(text: str, # a reply as the model wrote it
-              stop: tuple=STOP # strings that end a reply
-             ) -> str:
-    "`text` up to the first stop string that follows some content (white space and stop strings before it stay)."
-    stop = [s for s in stop if s]
-    if not stop: return text
-    lead = re.match('(?:' + '|'.join(map(re.escape, stop)) + r'|\s)*', text).end()
-    cuts = [i for i in (text.find(s, lead) for s in stop) if i >= 0]
-    return text[:min(cuts)] if cuts else text
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c007
 class Strategy(NamedTuple):
@@ -118,15 +107,15 @@ def item_requests(item: dict, # a WSC+ item
         return tuple(LoglikelihoodRequest(ctx, f' {d}') for d in (0, 1, 2))
     kw = dict(max_tokens=EVAL_TEMPLATES[st.template].max_tokens)
     if chat: kw.update(messages=(('user', build_eval_prompt(item, st.template, shots)),), stop=STOP)
-    else: kw.update(prompt=primed_prompt(item, st.template, shots))
+    else: kw.update(prompt=primed_prompt(item, st.template, shots), stop=STOP)
     if st.protocol == 'generate': return (GenerateRequest(**kw),)
     return tuple(GenerateRequest(**kw, temperature=SC_TEMPERATURE, seed=seed * st.k + i) for i in range(st.k))
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c015
 def _generation_columns(resps: list, options) -> dict:
-    "Answer columns of one greedy reply or of k self-consistency samples (each cut by `cut_reply`)."
-    resps = [g if cut_reply(g.text) == g.text else replace(g, text=cut_reply(g.text), finish_reason='stop')
-             for g in resps]
+    "Answer columns of one greedy reply or of k self-consistency samples (each cut by `cut_at_stop`)."
+    cuts = [cut_at_stop(g.text, STOP) for g in resps]   # a backend that ran to its cap is cut here
+    resps = [g if c == g.text else replace(g, text=c, finish_reason='stop') for g, c in zip(resps, cuts)]
     strict = [extract_answer(g.text) for g in resps]
     lenient = [extract_answer_lenient(g.text, options) for g in resps]
     if len(resps) == 1: (parse,), (loose,), votes = strict, lenient, ''
