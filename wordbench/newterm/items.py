@@ -12,7 +12,7 @@ from ..prompts import LETTERS
 from .sources import load_newterm, newterm_path, NEWTERM_YEARS
 
 # %% auto #0
-__all__ = ['TERM_TYPES', 'TYPE_ORDER', 'ITEM_TASKS', 'term_type', 'ordered_subset_lines', 'clean_lines', 'has_clean',
+__all__ = ['TERM_TYPES', 'TYPE_ORDER', 'ITEM_TASKS', 'CHOICES', 'term_type', 'ordered_subset_lines', 'clean_lines', 'has_clean',
            'load_items', 'sample_items', 'item_counts']
 
 # %% ../../nbs/21_newterm_items.ipynb #1b2fa33d
@@ -51,6 +51,9 @@ def clean_lines(task: str, # COMA, COST or CSJ
 
 # %% ../../nbs/21_newterm_items.ipynb #140aed87
 ITEM_TASKS = ('COMA', 'COST', 'CSJ')  # the evaluated tasks
+
+# %% ../../nbs/21_newterm_items.ipynb #f6e81efc
+CHOICES = {'COMA': 4, 'COST': 4, 'CSJ': 2}  # answer options per task (uniform chance = 100 / options)
 
 # %% ../../nbs/21_newterm_items.ipynb #dc68b396
 def has_clean(year) -> bool:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 from ..report_card import Card, ours_row, ref_row, majority_row, register_card
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
+from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import CHOICES` works
 
 # %% auto #0
 __all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_LEARNED_THRESHOLD', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED',
-           'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CHOICES', 'CARD_MODELS',
+           'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CARD_MODELS',
            'NEWTERM_CARDS', 'newterm_card_rows']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
@@ -53,7 +54,6 @@ PAPER_MISMATCHES = {  # table -> ({task: (Multi, Zero, Wrong)}, annotations per 
 PAPER_MISMATCH_SHARES = {'Multi': 22.11, 'Zero': 51.19, 'Wrong': 26.70}  # §C.2: % of Table 17's disagreements
 
 # %% ../../nbs/28b_newterm_paper.ipynb #1769efef
-CHOICES = {'COMA': 4, 'COST': 4, 'CSJ': 2}                      # answer options per task (uniform chance)
 CARD_MODELS = ('GPT-4-0613', 'Llama-2-Chat-7B', 'Average')     # Table 1 rows shown on a card
 
 # %% ../../nbs/28b_newterm_paper.ipynb #94677d6c

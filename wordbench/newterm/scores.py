@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from ..stats import mcnemar_exact_p, wilson_ci
 from ..prompts import LETTERS
+from .items import CHOICES
 
 # %% auto #0
 __all__ = ['TASK_ORDER', 'PAPER_TABLE1', 'PAPER_TABLE18_RAW', 'PAPER_TABLE19', 'TABLE1_COLUMNS', 'BASELINE_RULES',
@@ -198,7 +199,7 @@ def baseline_scores(items: Sequence[dict], # NewTerm items (any tasks and years)
         for key, g in sub.groupby(list(by), sort=True):
             key = key if isinstance(key, tuple) else (key,)
             task = g.task.iloc[0]
-            accs = {'chance': 50.0 if task == 'CSJ' else 25.0,
+            accs = {'chance': 100 / CHOICES[task],
                     'majority': 100 * g.label.value_counts().iloc[0] / len(g)}
             for b, (tasks, rule) in BASELINE_RULES.items():
                 if task in tasks: accs[b] = 100 * np.mean([rule(it) == it['label'] for it in g.to_dict('records')])
