@@ -12,6 +12,7 @@ from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
 from .core import UserError
 from .hf_common import encode_pair, encode_text
+from .hf_generate import plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend, cut_at_stop)
 
@@ -157,6 +158,11 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     "One completion: chat messages through `/chat/completions`, a raw prompt through `/completions`."
     kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
+    fmt = 'raw' if r.prompt is not None else 'server-chat'
+    if r.messages and self.capabilities.get('chat') is False:   # probed: no chat template; the hf engine's fallback
+        stop = (*r.stop, PLAIN_CHAT_STOP)
+        fmt, r = CHAT_FALLBACK, dataclasses.replace(r, messages=(), prompt=plain_chat_prompt(r.messages), stop=stop)
+        kw['stop'] = list(stop)
     if r.prompt is not None:   # token ids (as the hf backend builds them) where `_takes_ids` found them taken
         prompt = encode_text(self._tokenizer(), r.prompt) if self.capabilities.get('token_ids') else r.prompt
         out = self._call(self.client.completions.create, prompt=prompt, **kw)
@@ -170,8 +176,9 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     reason = {'stop': ended, 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
     tokens = [getattr(usage, k, 0) or 0 for k in ('prompt_tokens', 'completion_tokens')]
     if r.stop and choice.finish_reason == 'stop' and not text.strip():   # the server stopped before any content:
-        return self._without_server_stop(r)                              # `cut_at_stop` waits for content
-    return Generation(text, reason, *tokens, 'raw' if r.prompt is not None else 'server-chat')
+        g = self._without_server_stop(r)                                 # `cut_at_stop` waits for content
+        return g if isinstance(g, LMFailure) else dataclasses.replace(g, prompt_format=fmt)
+    return Generation(text, reason, *tokens, fmt)
 
 @patch
 def _without_server_stop(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
