@@ -152,6 +152,15 @@ def _workers(self: OpenAILM) -> int:
     slots = self.capabilities['slots']
     return max(1, min(self.max_concurrency, slots) if slots else self.max_concurrency)
 
+# %% ../nbs/03b_openai.ipynb #f793b410
+@patch
+def _without_server_stop(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
+    "The request again without server-side stops, cut here by `cut_at_stop` (a stop never empties a reply)."
+    g = self._chat(dataclasses.replace(r, stop=()))
+    if isinstance(g, LMFailure): return g
+    cut = cut_at_stop(g.text, r.stop)
+    return dataclasses.replace(g, text=cut, finish_reason='stop' if cut != g.text else g.finish_reason)
+
 # %% ../nbs/03b_openai.ipynb #e11b6e1e
 @patch
 def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
@@ -179,14 +188,6 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
         g = self._without_server_stop(r)                                 # `cut_at_stop` waits for content
         return g if isinstance(g, LMFailure) else dataclasses.replace(g, prompt_format=fmt)
     return Generation(text, reason, *tokens, fmt)
-
-@patch
-def _without_server_stop(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
-    "The request again without server-side stops, cut here by `cut_at_stop` (a stop never empties a reply)."
-    g = self._chat(dataclasses.replace(r, stop=()))
-    if isinstance(g, LMFailure): return g
-    cut = cut_at_stop(g.text, r.stop)
-    return dataclasses.replace(g, text=cut, finish_reason='stop' if cut != g.text else g.finish_reason)
 
 @patch
 def generate(self: OpenAILM, requests, progress=None) -> list:
