@@ -1,5 +1,5 @@
 """Every model-calling builder end to end from the CLI against llama.cpp's real server (gemma3-270m GGUF) as a chat
-endpoint, with a local scorer; a NewTerm build killed after its first stage resumes without repeating a call."""
+endpoint, with a local scorer; each builder, killed mid-run, resumes without repeating a call."""
 import json, os, re, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
@@ -101,3 +101,46 @@ def test_newterm_on_a_chat_endpoint_killed_and_resumed_repeats_no_call(gemma_cha
     generated = sum(1 for _, r in read_jsonl(out/'calls.jsonl') if r['method'] == 'generate')
     # the server saw each generation once, plus one capability probe per process and at most one call in flight
     assert generated <= posts(log) - start <= generated + 2 + 1, (generated, posts(log) - start, asked_first)
+
+
+def killed_after_first_call(cmd: list, calls: Path, env: dict, timeout: int=300) -> int:
+    "Run `cmd`, SIGKILL it once `calls` (its calls.jsonl) holds a computed call; the number of calls it had logged."
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while not (calls.exists() and calls.stat().st_size) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, f'the build ended before it could be killed: {proc.stderr.read()[-2000:]}'
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return len(list(read_jsonl(calls)))
+
+
+def assert_resumed_without_repeats(calls: Path, first: int, total: int, log: Path, start: int):
+    "Every call computed once across both runs, and the server asked at most once more per process (its probe)."
+    keys = [r['key'] for _, r in read_jsonl(calls)]
+    assert len(keys) == len(set(keys)) == total and first < total, (first, keys)
+    assert total <= posts(log) - start <= total + 2 + 1, (total, posts(log) - start)
+
+
+def test_wscplus_killed_and_resumed_repeats_no_call(gemma_chat, env, tmp_path):
+    url, model, log = gemma_chat
+    args = ['--models', model, '--backend', 'openai', '--base-url', url, '--templates', 'cot', '--queries', 'wdq',
+            '--calls', '4', '--pairs', '1', '--max-tokens', '48', '--out', tmp_path]
+    start = posts(log)
+    first = killed_after_first_call([sys.executable, '-m', 'wordbench.cli', 'build', 'wscplus', *map(str, args)],
+                                    tmp_path/'calls.jsonl', env)
+    rep = build('wscplus', *args, env=env)
+    assert rep['calls'] == 4, rep
+    assert_resumed_without_repeats(tmp_path/'calls.jsonl', first, 4, log, start)
+
+
+def test_probes_generate_killed_and_resumed_repeats_no_call(gemma_chat, env, tmp_path):
+    url, model, log = gemma_chat
+    args = ['--kind', 'neg-gen', '--model', model, '--backend', 'openai', '--base-url', url, '--prompts', '4',
+            '--max-tokens', '24', '--protocol', 'auto', '--out', tmp_path]
+    start = posts(log)
+    first = killed_after_first_call([sys.executable, '-m', 'wordbench.cli', 'build', 'probes-generate',
+                                     *map(str, args)], tmp_path/'calls.jsonl', env)
+    rep = build('probes-generate', *args, env=env)
+    assert (rep['prompts'], rep['failed']) == (4, 0), rep
+    assert_resumed_without_repeats(tmp_path/'calls.jsonl', first, 4, log, start)
