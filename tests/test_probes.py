@@ -49,12 +49,16 @@ def test_cloze_unknown_dataset(tmp_path):
         run('eval', 'probes-cloze', '--backend', 'dummy', '--model', 'toy', '--out', tmp_path, '--no-cache', '--datasets', 'NEG-9')
 
 
-def test_generate_dummy(tmp_path):
+def test_generate_dummy(tmp_path, monkeypatch):
+    "The report lists every file of the run; the folder's calls log is beside them (a fresh cache: calls are made)."
+    monkeypatch.setenv('WORDBENCH_CACHE', str(tmp_path/'cache'))
+    out = tmp_path/'out'
     assert run('build', 'probes-generate', '--kind', 'role', '--backend', 'dummy', '--model', 'toy', '--prompts', 2,
-               '--tagger', 0, '--out', tmp_path) == 0
-    rep = json.loads((tmp_path/'role_toy_s0.json').read_text())
+               '--tagger', 0, '--out', out) == 0
+    rep = json.loads((out/'role_toy_s0.json').read_text())
     assert rep['prompts'] == 2 and rep['sentences'] == 2 and rep['kept_pairs'] == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == rep['files']
+    assert sorted(p.name for p in out.iterdir()) == sorted(rep['files'] + ['calls.jsonl'])
+    assert len((out/'calls.jsonl').read_text().splitlines()) == 2
 
 
 def test_broken_prediction_files(tmp_path):

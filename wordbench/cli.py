@@ -78,7 +78,9 @@ SHARED_ANALYSES = [
              'call vs batches and concurrency, max |Δ log-likelihood| and decisions vs hf, memory', main=False),
     Analysis('main_job_profile', "make figures by phase: FLOPs of each task's requests, time (sampled now and the "
              'last fresh run), FLOP/s, share of the measured peak, time at the limit', main=False,
-             params_from={'log_path': 'log_path'})]
+             params_from={'log_path': 'log_path'}),
+    Analysis('gpu_check', 'hf backend on one GPU vs CPU float32 (gpu-check report): max |Δ log-prob|, decisions, greedy '
+             'texts, engine vs model.generate, throughput, peak memory', main=False)]
 for _a in SHARED_ANALYSES: register_analysis(_a)
 
 # %% ../nbs/90_cli.ipynb #9b669c06
@@ -408,6 +410,42 @@ def _report(a) -> int:
     for name, why in skipped.items(): print(f'wordbench: {name} not evaluated: {why}', file=sys.stderr)
     return 0
 
+# %% ../nbs/90_cli.ipynb #20bfc4f7
+def _verify_parser(sub):
+    "`wordbench verify`: recompute a sample of the committed results here and compare."
+    v = sub.add_parser('verify', help='recompute a seeded sample of the committed results here and compare them')
+    v.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every registered one)')
+    v.add_argument('--models', nargs='+', default=None, help='only these models (default: every committed one)')
+    v.add_argument('--sample', type=int, default=8, help='rows per results file (default 8)')
+    v.add_argument('--all', action='store_true', help='recompute every row (as long as the main job)')
+    v.add_argument('--seed', type=int, default=0, help="the sample's seed")
+    v.add_argument('--grid', default='cpu', help="the main job's grid (default cpu)")
+    v.add_argument('--strategy-models', nargs='*', default=['smollm2-135m'],
+                   help='models that also ran <grid>-strategies (default smollm2-135m)')
+    v.add_argument('--results', default=None, help='results folder (default data/results/)')
+    v.add_argument('--backend', default='hf', help='the backend the results were computed with (default hf)')
+    v.add_argument('--batch-size', type=int, default=8, help="sequences per forward pass (the main job's: 8)")
+    v.add_argument('--tolerance', type=float, default=None, help='largest |difference| of a score (default: measured)')
+    v.add_argument('--out', default=None, help='also write the full table (a row per file and column) as CSV')
+
+# %% ../nbs/90_cli.ipynb #1d9b7795
+def _verify(a) -> int:
+    "`wordbench verify ...`: the CPU, one table, a verdict; exit 1 on any change past the tolerance."
+    from wordbench.verify import SCORE_TOLERANCE, cpu_summary, verify, verify_summary
+    tol = SCORE_TOLERANCE if a.tolerance is None else a.tolerance
+    print(f'CPU: {cpu_summary()}', flush=True)
+    table = verify(a.tasks, a.models, None if a.all else a.sample, a.seed, a.grid, a.strategy_models, a.results,
+                   a.backend, {'batch_size': a.batch_size}, tol, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if a.out: table.to_csv(a.out, index=False)
+    summary = verify_summary(table)
+    print(summary.to_markdown(index=False, floatfmt='.2g'))
+    bad, scores = summary[summary.status != 'ok'], table[table.kind == 'score'].max_abs_delta
+    rows = int(summary.drop_duplicates(['task', 'model']).rows.sum())
+    print(f"verify: {summary[['task', 'model']].drop_duplicates().shape[0]} files, {rows} rows recomputed; "
+          f"largest score |difference| {scores.max():.2g} (tolerance {tol:g}); "
+          + (f'{len(bad)} checks FAILED' if len(bad) else 'every decision, prediction and reply equal'))
+    return 1 if len(bad) else 0
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -429,6 +467,7 @@ def _parser() -> argparse.ArgumentParser:
     _regenerate_parser(sub)
     _export_parser(sub)
     _report_parser(sub)
+    _verify_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827
@@ -534,6 +573,7 @@ def _run(a) -> int:
     if a.command == 'score': return _score(a)
     if a.command == 'export': return _export(a)
     if a.command == 'report': return _report(a)
+    if a.command == 'verify': return _verify(a)
     if a.command == 'regenerate':
         options = {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}}
         regenerate(a.names or None, a.out, options)

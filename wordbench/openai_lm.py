@@ -19,7 +19,7 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
            'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'served', 'stop_process',
-           'popen_tied', 'wait_for_server', 'LlamaCppServer']
+           'popen_tied', 'exit_description', 'wait_for_server', 'first_completion', 'LlamaCppServer']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -575,6 +575,12 @@ def _log_tail(path, n: int=3000) -> str:
     from pathlib import Path
     return Path(path).read_text(errors='replace')[-n:] if Path(path).exists() else ''
 
+def exit_description(code: int) -> str: # a `Popen.returncode`
+    "'code N', naming the signal that ended the process when there was one, e.g. 'code -4 (SIGILL)'."
+    import signal
+    try: return f'code {code}' + (f' ({signal.Signals(-code).name})' if code < 0 else '')
+    except ValueError: return f'code {code}'
+
 def wait_for_server(base_url: str, # e.g. http://127.0.0.1:8000/v1
                     proc, # the server's `subprocess.Popen`
                     log_path, # its log, quoted in errors
@@ -584,13 +590,33 @@ def wait_for_server(base_url: str, # e.g. http://127.0.0.1:8000/v1
     opener, deadline = urllib.request.build_opener(urllib.request.ProxyHandler({})), time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f'{base_url}: server exited with code {proc.returncode}:\n{_log_tail(log_path)}')
+            raise RuntimeError(f'{base_url}: server exited with {exit_description(proc.returncode)}:\n'
+                               f'{_log_tail(log_path)}')
         try:
             with opener.open(base_url + '/models', timeout=2) as r: return json.load(r)['data'][0]['id']
         except OSError: pass
         if time.monotonic() > deadline:
             raise RuntimeError(f'{base_url}: server not ready after {timeout:g} s:\n{_log_tail(log_path)}')
         time.sleep(0.25)
+
+# %% ../nbs/03b_openai.ipynb #613ab965
+def first_completion(base_url: str, # e.g. http://127.0.0.1:8000/v1
+                     model: str, # the id the server lists
+                     proc, # the server's `subprocess.Popen`
+                     log_path, # its log, quoted in errors
+                     timeout: float=120.0) -> str: # seconds
+    "The text of a one-token completion; an error quoting the log (and the exit signal) when the server fails it."
+    import json, subprocess, urllib.request
+    body = json.dumps(dict(model=model, prompt='The', max_tokens=1, temperature=0)).encode()
+    req = urllib.request.Request(base_url + '/completions', body, {'Content-Type': 'application/json'})
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=timeout) as r:
+            return json.load(r)['choices'][0]['text']
+    except OSError as e:
+        try: proc.wait(5)
+        except subprocess.TimeoutExpired: pass
+        why = f'exited with {exit_description(proc.returncode)}' if proc.poll() is not None else f'failed ({e})'
+        raise RuntimeError(f'{base_url}: server {why} on its first completion:\n{_log_tail(log_path)}') from None
 
 # %% ../nbs/03b_openai.ipynb #5005323d
 class LlamaCppServer:
@@ -617,13 +643,15 @@ def command(self: LlamaCppServer, port: int) -> list[str]:
 
 @patch
 def start(self: LlamaCppServer) -> LlamaCppServer:
-    "Start the server on a free port and wait until it answers; it is stopped if it never does."
+    "Start the server on a free port, wait until it answers and completes once; it is stopped if it never does."
     import socket
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
     self.base_url, self.proc = f'http://127.0.0.1:{port}/v1', popen_tied(self.command(port), self.log_path)
-    try: self.model = wait_for_server(self.base_url, self.proc, self.log_path, self.timeout)
+    try:
+        self.model = wait_for_server(self.base_url, self.proc, self.log_path, self.timeout)
+        first_completion(self.base_url, self.model, self.proc, self.log_path, self.timeout)
     except BaseException:
         self.stop()
         raise

@@ -28,6 +28,7 @@ class ResultSchema:
     text: tuple = ()     # columns read as strings, never as numbers (ids, words, model names, replies)
     runs: tuple = ('seed',)  # columns whose combinations are the runs of one setting
     parsed: bool = False     # answers are parsed from text: the schema must have `invalid`
+    orderings: tuple = ()    # columns that order near-tied candidates (top-k lists, ranks): float noise may move them
     def __post_init__(self):
         missing = [c for c in CORE_COLUMNS + (('invalid',) if self.parsed else ()) if c not in self.columns]
         if missing: raise ValueError(f'a results schema needs the core columns; missing {missing}')

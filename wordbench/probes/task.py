@@ -63,7 +63,8 @@ CLOZE_SCHEMA = ResultSchema(
             'correct': 'Int64', 'failed': bool, 'target_rank': 'Int64', 'target_tokens': 'Int64',
             'word_greedy': 'Int64'},
     text=('id', 'model', 'strategy', 'dataset', 'label', 'target_authors', 'input', 'pred', 'words', 'logprobs',
-          'word_scoring'))
+          'word_scoring'),
+    orderings=('words', 'logprobs', 'target_rank'))
 
 # %% ../../nbs/35_probes_task.ipynb #9dd79d0e
 class ClozeTask(Task):
