@@ -11,9 +11,9 @@ from typing import Any, Iterable, Iterator
 
 # %% auto #0
 __all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName', 'Registry',
-           'DataError', 'UserError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock', 'read_jsonl',
-           'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance', 'provenance_table',
-           'stable_hash', 'seeded_rng', 'hash_sample']
+           'DataError', 'UserError', 'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock',
+           'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance',
+           'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -91,6 +91,13 @@ class UserError(Exception):
                  fix: str=''): # what to do about it
         self.problem, self.fix = problem, fix
         super().__init__(problem + (f'; fix: {fix}' if fix else ''))
+
+# %% ../nbs/00_core.ipynb #45069b7b
+class ServerError(UserError):
+    "A model server failed a request or answered out of protocol: the problem, and how to fix the setup."
+    def __init__(self, problem: str, # what the server did, naming its URL
+                 fix: str='check --base-url, the model name and OPENAI_API_KEY'): # what to check
+        super().__init__(problem, fix)
 
 # %% ../nbs/00_core.ipynb #f45cd104
 def _type_name(t) -> str: return ' or '.join(x.__name__ for x in (t if isinstance(t, tuple) else (t,)))
