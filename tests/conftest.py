@@ -34,7 +34,7 @@ def exports_dir(tmp_path_factory):
     "Every registered benchmark exported once, offline: `hf/` (dataset folders) and `lm-eval/` (task folders)."
     os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    from wordbench.cli import load_systems
+    from wordbench.systems import load_systems
     from wordbench.export import export_hf, export_lm_eval
     load_systems()
     root = tmp_path_factory.mktemp('exports')

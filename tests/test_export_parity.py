@@ -16,7 +16,7 @@ def env(tmp_path_factory):
     "`(TaskManager, wordbench hf LM, lm-eval HFLM on the same model object)`."
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
-    from wordbench.cli import load_systems
+    from wordbench.systems import load_systems
     from wordbench.export import export_hf, export_lm_eval
     from wordbench.lm import get_lm
     load_systems()

@@ -4,188 +4,19 @@
 
 # %% ../nbs/90_cli.ipynb #251e6738
 from __future__ import annotations
-import argparse, importlib, importlib.util, json, logging, os, sys, time
+import argparse, json, logging, sys
 from pathlib import Path
-from .core import project_root, cache_dir, raw_root, DataError, UnknownName, UserError, atomic_write
+from .core import UserError
 from . import resources
-from .lm import BackendOptionError
 from .tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
-from .report import ANALYSES, Analysis, register_analysis
+from .report import ANALYSES
+from .systems import load_systems, in_system_order
+from .systems import builtin_systems as builtin_systems   # re-exported: the layering test reads it here
+from .regenerate import AnalysisFailed, regenerate
+from .errors import USER_ERRORS, user_message, error_line
 
 # %% auto #0
-__all__ = ['log', 'SYSTEMS', 'SHARED_ANALYSES', 'USER_ERRORS', 'builtin_systems', 'load_systems', 'merge_streams',
-           'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate', 'write_figures_index', 'setup_resources',
-           'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'in_system_order', 'report_model',
-           'user_message', 'main']
-
-# %% ../nbs/90_cli.ipynb #3d2c9ca3
-log = logging.getLogger(__name__)
-
-# %% ../nbs/90_cli.ipynb #9c0c2d04
-def builtin_systems() -> dict[str, str]:
-    "The built-in systems, name -> module, as pyproject.toml declares them (`wordbench.plugins` entry points)."
-    import tomllib
-    from importlib.metadata import entry_points
-    toml = project_root()/'pyproject.toml'   # in a checkout: the declaration itself, in its order
-    if toml.exists(): return dict(tomllib.loads(toml.read_text())['project']['entry-points']['wordbench.plugins'])
-    return {e.name: e.value for e in entry_points(group='wordbench.plugins') if e.value.startswith('wordbench.')}
-
-# %% ../nbs/90_cli.ipynb #910d266c
-SYSTEMS = tuple(builtin_systems().values())  # built-in systems, declared once (pyproject.toml's entry points)
-
-# %% ../nbs/90_cli.ipynb #ed820a6e
-def _import_plugin(spec: str):
-    "Import a module by name, or a `.py` file by path."
-    if not spec.endswith('.py'): return importlib.import_module(spec)
-    name = 'wordbench_plugin_' + Path(spec).stem
-    if name in sys.modules: return sys.modules[name]
-    mod_spec = importlib.util.spec_from_file_location(name, spec)
-    if mod_spec is None or not Path(spec).exists():
-        raise FileNotFoundError(f'plugin {spec} not found (WORDBENCH_PLUGINS)')
-    mod = importlib.util.module_from_spec(mod_spec)
-    sys.modules[name] = mod
-    mod_spec.loader.exec_module(mod)
-    return mod
-
-# %% ../nbs/90_cli.ipynb #1afd5ede
-def load_systems() -> list[str]:
-    "Import the built-in systems and the plugins, filling the registries; returns the modules imported."
-    from importlib.metadata import entry_points
-    done = []
-    for name in SYSTEMS:
-        if importlib.util.find_spec(name) is None: continue   # not part of this version
-        importlib.import_module(name)
-        done.append(name)
-    for spec in filter(None, os.environ.get('WORDBENCH_PLUGINS', '').split(os.pathsep)):
-        _import_plugin(spec)
-        done.append(spec)
-    for ep in entry_points(group='wordbench.plugins'):
-        if ep.value in done: continue   # a built-in system, imported above
-        ep.load()
-        done.append(ep.value)
-    return done
-
-# %% ../nbs/90_cli.ipynb #fb7f9163
-SHARED_ANALYSES = [
-    Analysis('raw_sources', 'rows, skips and content hash of every raw input'),
-    Analysis('lm_benchmark', 'hf backend vs lm-eval HFLM: throughput, max |Δ logprob|, decision agreement, '
-             'tokens computed', main=False),
-    Analysis('lm_generation_benchmark', 'hf generation engine vs one-at-a-time decoding, lm-eval generate_until and '
-             'llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False),
-    Analysis('lm_eval_parity', 'the exported lm-eval tasks under lm-eval HFLM vs the committed cpu-grid rows: '
-             'log-likelihood differences and decisions per task', main=False),
-    Analysis('openai_batching_benchmark', 'openai backend against a local vLLM stand-in: requests/s one prompt per '
-             'call vs batches and concurrency, max |Δ log-likelihood| and decisions vs hf, memory', main=False),
-    Analysis('main_job_profile', "make figures by phase: FLOPs of each task's requests, time (sampled now and the "
-             'last fresh run), FLOP/s, share of the measured peak, time at the limit', main=False,
-             params_from={'log_path': 'log_path'}),
-    Analysis('gpu_check', 'hf backend on one GPU vs CPU float32 (gpu-check report): max |Δ log-prob|, decisions, greedy '
-             'texts, engine vs model.generate, throughput, peak memory', main=False)]
-for _a in SHARED_ANALYSES: register_analysis(_a)
-
-# %% ../nbs/90_cli.ipynb #9b669c06
-def _path_names() -> dict:
-    "Local folders and how an executed notebook names them (longest first)."
-    names = {str(project_root()): '.', str(raw_root()): '$WORDBENCH_DATA', str(cache_dir()): '$WORDBENCH_CACHE'}
-    return dict(sorted(names.items(), key=lambda kv: -len(kv[0])))
-
-def _relative(text: str, names: dict) -> str:
-    for path, name in names.items(): text = text.replace(path, name)
-    return text
-
-# %% ../nbs/90_cli.ipynb #a1c0e5d2
-def merge_streams(outputs: list) -> list: # a cell's outputs
-    "Join consecutive stream outputs of the same name, so that how a kernel chunked them never shows in a diff."
-    merged = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if prev is not None and out.get('output_type') == prev.get('output_type') == 'stream' \
-                and out.get('name') == prev.get('name'):
-            prev['text'] = prev['text'] + out['text']
-        else: merged.append(out)
-    return merged
-
-# %% ../nbs/90_cli.ipynb #d8e97794
-def stable_notebook(nb): # an executed notebook (nbformat node), changed in place
-    "Strip run-specific data from an executed notebook: timings, fresh ids, absolute local paths."
-    names = _path_names()
-    params = nb.metadata.get('papermill', {}).get('parameters', {})
-    nb.metadata['papermill'] = {'parameters': json.loads(_relative(json.dumps(params), names))}
-    for i, cell in enumerate(nb.cells):
-        for key in ('papermill', 'execution'): cell.metadata.pop(key, None)
-        if 'injected-parameters' in cell.metadata.get('tags', []): cell['id'] = 'injected-parameters'
-        cell.source = _relative(cell.source, names)
-        if 'outputs' in cell: cell.outputs = merge_streams(cell.outputs)
-        for out in cell.get('outputs', []):
-            if 'text' in out: out['text'] = _relative(out['text'], names)
-            for mime in ('text/plain', 'text/html', 'text/markdown'):
-                if mime in out.get('data', {}): out['data'][mime] = _relative(out['data'][mime], names)
-    return nb
-
-# %% ../nbs/90_cli.ipynb #2b01567e
-class AnalysisFailed(RuntimeError):
-    "An analysis notebook raised; its executed copy holds the error."
-
-# %% ../nbs/90_cli.ipynb #5763aa7e
-def run_analysis(a: Analysis, # a registered analysis
-                 out_dir: Path, # where its tables and figures go; the executed notebook goes to `out_dir/notebooks/`
-                 options: dict, # run-wide options its `params_from` may read
-                 params: dict) -> Path: # further parameters
-    "Execute one analysis template with papermill; the stable executed notebook (also when it failed)."
-    import papermill as pm, nbformat
-    executed = out_dir/'notebooks'/f'{a.name}.ipynb'
-    chosen = {p: options[o] for p, o in a.params_from.items() if o in options}
-    pars = {'out_dir': str(out_dir), **a.params, **chosen, **params}
-    try: pm.execute_notebook(str(a.notebook()), str(executed), parameters=pars, kernel_name='python3',
-                             cwd=str(a.notebook().parent), progress_bar=False)
-    finally:
-        if executed.exists(): nbformat.write(stable_notebook(nbformat.read(executed, as_version=4)), executed)
-    return executed
-
-# %% ../nbs/90_cli.ipynb #d7f59ed9
-def regenerate(names: list|None=None, # analyses to run (default: every registered one with `main`, in order)
-               out_dir: str|Path|None=None, # where tables and figures go (default: `figures/`)
-               options: dict|None=None, # run-wide options the templates' `params_from` read, e.g. {'models': [...]}
-               **params) -> list[Path]: # extra parameters passed to every notebook
-    "Run analysis templates through papermill; returns the executed notebooks (in `out_dir/notebooks/`)."
-    out_dir = Path(out_dir or project_root()/'figures').resolve()
-    (out_dir/'notebooks').mkdir(parents=True, exist_ok=True)
-    done, failed, options = [], [], {k: v for k, v in (options or {}).items() if v is not None}
-    for name in names or [a.name for a in ANALYSES.values() if a.main]:
-        t = time.time()
-        log.info(f'{name} ...')
-        try: done.append(run_analysis(ANALYSES[name], out_dir, options, params))
-        except Exception as e:
-            if isinstance(e, UnknownName): raise
-            failed.append(name)
-            log.error(f'{name} FAILED ({type(e).__name__})')
-        else: log.info(f'{name} done in {time.time() - t:.0f}s')
-    write_figures_index(out_dir)
-    if failed: raise AnalysisFailed(f"analyses failed: {', '.join(failed)}; their executed copies in "
-                                    f"{out_dir/'notebooks'} show the error; the others' outputs are in {out_dir}")
-    return done
-
-# %% ../nbs/90_cli.ipynb #89437a35
-_INDEX_HEAD = ['# figures/', '',
-               'Every file here is regenerated by `make figures` (all) or `wordbench regenerate NAME` (one',
-               "analysis); nothing is edited by hand. Tables that have a counterpart in a paper show the paper's",
-               'numbers beside ours; each headline table is repeated below its file list. `notebooks/` holds each',
-               'analysis as it last ran, with its outputs and plots.', '']
-
-def write_figures_index(out_dir) -> Path:
-    "Write `out_dir/README.md`: every artifact, grouped by the analysis that makes it, with its command and notebook."
-    out_dir, lines = Path(out_dir), list(_INDEX_HEAD)
-    for a in ANALYSES.values():
-        files = sorted(p.name for p in out_dir.glob(f'{a.name}*') if p.suffix in {'.csv', '.md', '.png', '.svg'})
-        if not files: continue
-        where = '' if a.main else ' (not in the main job)'
-        lines += [f'## {a.name}', '', a.what + (f' (paper: {a.paper})' if a.paper else '') + '.', '',
-                  f'Regenerate: `.venv/bin/wordbench regenerate {a.name}`{where}', '']
-        notebook = f'notebooks/{a.name}.ipynb'
-        if (out_dir/notebook).exists(): lines += [f'Executed notebook: [{notebook}]({notebook})', '']
-        lines += [*[f'- [{f}]({f})' for f in files], '']
-        if f'{a.name}.md' in files: lines += [(out_dir/f'{a.name}.md').read_text().rstrip(), '']  # the headline table
-    return atomic_write(out_dir/'README.md', '\n'.join(lines))
+__all__ = ['setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'main']
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
@@ -202,6 +33,16 @@ def print_report(report) -> int:
     missing = report[report.status != 'found']
     for _, r in missing.iterrows(): print(f'\nMISSING {r.resource}: fix with `{r.fix}`')
     return len(missing)
+
+# %% ../nbs/90_cli.ipynb #ff2b01c1
+def _doctor(a) -> int:
+    "`wordbench doctor`: the resource table; exit 1 when something is missing only with `--strict`."
+    n = print_report(resources.doctor(load_models=a.load_models))
+    return 1 if (n and a.strict) else 0
+
+def _setup(a) -> int:
+    "`wordbench setup`: install the resources, print the table; exit 1 if anything is still missing."
+    return 1 if print_report(setup_resources(models=not a.no_models)) else 0
 
 # %% ../nbs/90_cli.ipynb #05969d36
 def parse_key_values(pairs: list|None, flag: str='--backend-arg') -> dict:
@@ -288,6 +129,7 @@ def _eval_parser(sub):
     e = sub.add_parser('eval', help='evaluate models on a task (responses cached; rows merged into data/results/)',
                        description='Evaluate models on a registered task. Tasks: ' +
                        '; '.join(f'{n}: {t.title}' for n, t in TASKS.items()))
+    e.set_defaults(func=_eval)
     tasks = e.add_subparsers(dest='task', required=True, metavar='TASK')
     for name, task in TASKS.items(): _task_parser(tasks, name, task)
 
@@ -296,6 +138,7 @@ def _build_parser(sub):
     "`wordbench build NAME`: one sub-command per registered builder, its options read from its build function."
     b = sub.add_parser('build', help='build a dataset', description='Build a registered dataset. Builders: ' +
                        '; '.join(f'{n}: {x.title}' for n, x in BUILDERS.items()))
+    b.set_defaults(func=_build)
     builders = b.add_subparsers(dest='builder', required=True, metavar='BUILDER')
     for name, builder in BUILDERS.items():
         p = builders.add_parser(name, help=builder.title, description=builder.title)
@@ -307,10 +150,19 @@ def _build_parser(sub):
             p.add_argument('--preset', choices=list(builder.presets), default=None,
                            help=f'named settings, overridden by options given ({shown})')
 
+# %% ../nbs/90_cli.ipynb #1a9bc327
+def _build(a) -> int:
+    "`wordbench build NAME ...`: build the dataset and print what its builder returns, as JSON."
+    builder = BUILDERS[a.builder]
+    kw = builder_kwargs(builder, {k: getattr(a, k) for k in builder.options}, getattr(a, 'preset', None))
+    print(json.dumps(builder.build(**kw), indent=1))
+    return 0
+
 # %% ../nbs/90_cli.ipynb #628ed046
 def _score_parser(sub):
     "`wordbench score`: a JSONL file of requests through a backend and the cache."
     c = sub.add_parser('score', help='answer every request of a JSONL file (log-likelihood or generation)')
+    c.set_defaults(func=_score)
     c.add_argument('--model', required=True)
     c.add_argument('--input', required=True)
     c.add_argument('--output', required=True)
@@ -326,6 +178,7 @@ def _regenerate_parser(sub):
     "`wordbench regenerate [NAME ...]`: analysis templates into figures/."
     main_ones = ' '.join(a for a in ANALYSES if ANALYSES[a].main)
     r = sub.add_parser('regenerate', help='run the analysis notebooks into figures/')
+    r.set_defaults(func=_regenerate)
     r.add_argument('names', nargs='*', help=f'analyses to run (default: every main one: {main_ones})')
     r.add_argument('--out', default=None, help='output folder (default figures/)')
     r.add_argument('--models', nargs='+', default=None, help="models the analyses report (default: the templates')")
@@ -333,11 +186,19 @@ def _regenerate_parser(sub):
     r.add_argument('--set', nargs='+', action='append', default=[], metavar=('NAME', 'VALUE'),
                    help='another run-wide option, e.g. --set strategy_models smollm2-135m (a list of values)')
 
+# %% ../nbs/90_cli.ipynb #371fe0a6
+def _regenerate(a) -> int:
+    "`wordbench regenerate ...`: run the analyses with the run-wide options given."
+    options = {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}}
+    regenerate(a.names or None, a.out, options)
+    return 0
+
 # %% ../nbs/90_cli.ipynb #c26c6dfa
 def _export_parser(sub):
     "`wordbench export hf|lm-eval [--out DIR] [NAME ...]`."
     from wordbench.export import HF_EXPORTS, LM_EVAL_EXPORTS
     x = sub.add_parser('export', help='write benchmarks as Hugging Face datasets or lm-eval task folders')
+    x.set_defaults(func=_export)
     kinds = x.add_subparsers(dest='format', required=True, metavar='FORMAT')
     for kind, reg, what in (('hf', HF_EXPORTS, 'dataset folders'), ('lm-eval', LM_EVAL_EXPORTS, 'task folders')):
         k = kinds.add_parser(kind, help=f'{what} (default into exports/{kind}/)')
@@ -353,15 +214,6 @@ def _export(a) -> int:
              export_lm_eval(a.names or None, a.out, a.hf))
     for p in paths: print(p)
     return 0
-
-# %% ../nbs/90_cli.ipynb #0c061f24
-def in_system_order(names) -> list[str]:
-    "Task names ordered by their system's place in `SYSTEMS`, then by registration."
-    def rank(name):
-        mod = type(TASKS[name]).__module__
-        return next((i for i, s in enumerate(SYSTEMS) if mod == s or mod.startswith(s + '.')), len(SYSTEMS))
-    return sorted(names, key=rank)
-
 
 # %% ../nbs/90_cli.ipynb #3fc8d020
 def report_model(model: str, # model name for `get_lm`
@@ -391,6 +243,7 @@ def report_model(model: str, # model name for `get_lm`
 def _report_parser(sub):
     "`wordbench report --model NAME`: every task's grid for one model, then its report card."
     r = sub.add_parser('report', help="run one model through every benchmark's grid and write its report card")
+    r.set_defaults(func=_report)
     r.add_argument('--model', required=True, help='short name (smollm2-135m), HF id, local folder, or API model')
     _backend_arguments(r)
     r.add_argument('--grid', default='cpu', help='the named grid each task runs: cpu (2 CPU cores) or full (papers)')
@@ -414,6 +267,7 @@ def _report(a) -> int:
 def _verify_parser(sub):
     "`wordbench verify`: recompute a sample of the committed results here and compare."
     v = sub.add_parser('verify', help='recompute a seeded sample of the committed results here and compare them')
+    v.set_defaults(func=_verify)
     v.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every registered one)')
     v.add_argument('--models', nargs='+', default=None, help='only these models (default: every committed one)')
     v.add_argument('--sample', type=int, default=8, help='rows per results file (default 8)')
@@ -453,11 +307,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     sub = p.add_subparsers(dest='command', required=True)
     d = sub.add_parser('doctor', help='report every offline resource: found / missing, version, path, fix')
+    d.set_defaults(func=_doctor)
     d.add_argument('--load-models', action='store_true', help='also convert the local LMs (slow the first time)')
     d.add_argument('--strict', action='store_true', help='exit 1 when anything is missing')
     s = sub.add_parser('setup', help='install offline resources into the cache (idempotent)')
+    s.set_defaults(func=_setup)
     s.add_argument('--no-models', action='store_true', help='skip converting the local language models')
     ls = sub.add_parser('list', help='list registered tasks, builders, analyses or backends, one per line')
+    ls.set_defaults(func=_list)
     ls.add_argument('what', choices=['tasks', 'builders', 'analyses', 'backends'])
     ls.add_argument('--grid', default=None, help='tasks: only those with this named grid')
     ls.add_argument('--main', action='store_true', help='builders, analyses: only those the main job runs')
@@ -514,72 +371,6 @@ def _score(a) -> int:
                         'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
     return 0
 
-# %% ../nbs/90_cli.ipynb #685274d2
-USER_ERRORS = (UserError, DataError, UnknownName, BackendOptionError, resources.ResourceMissing,
-               resources.ModelNotFound, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
-               FileExistsError)
-
-# %% ../nbs/90_cli.ipynb #44d2805c
-_FIXES = {FileNotFoundError: 'check the path', PermissionError: 'fix its permissions or choose another path',
-          IsADirectoryError: 'give a file, not a folder',
-          NotADirectoryError: 'a part of the path is a file: fix the path',
-          FileExistsError: 'a file is in the way: choose another path', DataError: 'correct or remove that line',
-          UnknownName: 'use one of the known names', BackendOptionError: 'use one of its options'}
-
-def user_message(e: BaseException) -> str:
-    "The one line `wordbench` prints for a user error: what is wrong, then how to fix it."
-    if isinstance(e, OSError) and e.filename and e.strerror: msg = f'{e.filename}: {e.strerror}'
-    else: msg = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-    fix = next((f for t, f in _FIXES.items() if isinstance(e, t)), '')
-    return msg + (f'; fix: {fix}' if fix and 'fix:' not in msg.lower() else '')
-
-# %% ../nbs/90_cli.ipynb #33512892
-def _in_client(e: BaseException) -> bool:
-    "Whether `e` came from reading a server's reply (in `openai`, `httpx` or the `openai` backend): a malformed body."
-    tb, names = e.__traceback__, set()
-    while tb is not None:
-        names.add(tb.tb_frame.f_globals.get('__name__', ''))
-        tb = tb.tb_next
-    client = any(n.split('.')[0] in ('openai', 'httpx', 'httpx2') or n == 'wordbench.openai_lm' for n in names)
-    return client and isinstance(e, (ValueError, KeyError, TypeError, AttributeError, IndexError))
-
-def _server_error(e: BaseException) -> bool:
-    "An error of the `openai` client or of the log-prob self-check: the server refused, timed out or answered badly."
-    return (type(e).__module__.split('.')[0] == 'openai' or type(e).__name__ == 'LogprobAlignmentError'
-            or _in_client(e))
-
-def _user_error(e: BaseException) -> str|None:
-    "The one-line message of `e` when a user can fix it, else None (a bug)."
-    if isinstance(e, USER_ERRORS): return user_message(e)
-    if _server_error(e):
-        return (f'the server failed or sent a reply that is not what the OpenAI API returns ({type(e).__name__}: '
-                f'{user_message(e)}); fix: check --base-url, the model name and OPENAI_API_KEY')
-    return None
-
-# %% ../nbs/90_cli.ipynb #57e0a719
-def _run(a) -> int:
-    "Dispatch a parsed command line."
-    if a.command == 'doctor':
-        n = print_report(resources.doctor(load_models=a.load_models))
-        return 1 if (n and a.strict) else 0
-    if a.command == 'setup': return 1 if print_report(setup_resources(models=not a.no_models)) else 0
-    if a.command == 'list': return _list(a)
-    if a.command == 'build':
-        builder = BUILDERS[a.builder]
-        kw = builder_kwargs(builder, {k: getattr(a, k) for k in builder.options}, getattr(a, 'preset', None))
-        print(json.dumps(builder.build(**kw), indent=1))
-        return 0
-    if a.command == 'eval': return _eval(a)
-    if a.command == 'score': return _score(a)
-    if a.command == 'export': return _export(a)
-    if a.command == 'report': return _report(a)
-    if a.command == 'verify': return _verify(a)
-    if a.command == 'regenerate':
-        options = {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}}
-        regenerate(a.names or None, a.out, options)
-        return 0
-    return 2
-
 # %% ../nbs/90_cli.ipynb #8db4301f
 def main(argv: list|None=None) -> int:
     "Entry point of the `wordbench` console script."
@@ -591,13 +382,13 @@ def main(argv: list|None=None) -> int:
         print(f'wordbench: error: {e}', file=sys.stderr)
         return 2
     a = _parser().parse_args(argv)
-    try: return _run(a)
+    try: return a.func(a)
     except AnalysisFailed as e:
         if a.debug: raise
         print(f'wordbench: {e}', file=sys.stderr)
         return 1
     except Exception as e:
-        msg = _user_error(e)
+        msg = error_line(e)
         if a.debug or msg is None: raise
         print(f'wordbench: error: {msg}', file=sys.stderr)
         return 2
