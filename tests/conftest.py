@@ -18,7 +18,7 @@ def llama_server(tmp_path_factory):
     except ImportError as e: why = e
     if why: _missing('llama_cpp.server', why)
     from wordbench.resources import LOCAL_MODELS, ResourceMissing
-    from wordbench.openai_lm import LlamaCppServer
+    from wordbench.servers import LlamaCppServer
     try: gguf = LOCAL_MODELS['smollm2-135m'].gguf()
     except ResourceMissing as e: why = e
     if why: _missing('the SmolLM2-135M GGUF', why)

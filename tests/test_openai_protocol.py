@@ -43,7 +43,7 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
         if mode == 'prompt_logprobs':   # a server that refuses echo on token ids: vLLM's own field is used
             monkeypatch.setattr(lm, '_probe_ids', lambda: 'prompt_logprobs')
         out = lm.loglikelihood(reqs)
-        assert lm.capabilities['prompt_logprobs'] == mode and not lm.failures
+        assert lm.endpoint.prompt_logprobs == mode and not lm.failures
         sent = [b for b in srv.bodies if isinstance(b['prompt'], list) and isinstance(b['prompt'][0], list)]
     assert max(abs(a[0] - b[0]) for a, b in zip(out, ref)) < 1e-4
     assert [a[1] for a in out] == [b[1] for b in ref]
@@ -65,7 +65,7 @@ def test_slow_server_computes_each_request_once(smol):
     with StandIn(smol.model, smol.tokenizer, delay=0.6) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=1,
                     max_concurrency=3, timeout=0.2)
-        lm.capabilities['prompt_logprobs'] = 'echo'   # probed elsewhere; here only the scoring requests count
+        lm.endpoint = lm.endpoint.learn(prompt_logprobs='echo')   # probed elsewhere; here only the scoring requests count
         out = lm.loglikelihood(reqs)
         bodies = list(srv.bodies)
     assert not any(isinstance(o, LMFailure) for o in out), lm.failures
@@ -77,7 +77,7 @@ def test_reported_slots_bound_concurrency(smol):
     "A server reporting one slot (llama.cpp's /props) gets one request at a time, however many are allowed."
     with StandIn(smol.model, smol.tokenizer, slots=1) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, max_concurrency=8)
-        assert lm._workers() == 1 and lm.capabilities['slots'] == 1
+        assert lm._workers() == 1 and lm.endpoint.slots == 1
 
 def test_probe_recorded_in_identity(smol):
     "`require` probes what the endpoint serves once; the identity then names it (the hf backend's is unchanged)."
@@ -92,21 +92,21 @@ def test_probe_recorded_in_identity(smol):
         assert lm.counters['http_calls'] == calls   # probed once
     assert before == f'openai:{srv.base_url}:standin:tok=smollm2-135m'
     assert lm.identity() == before + ':serves=ids+echo'   # the stand-in has no /chat/completions
-    assert lm.capabilities == {'server': None, 'prompt_logprobs': 'echo', 'token_ids': True, 'chat': False,
+    assert lm.endpoint.record() == {'server': None, 'prompt_logprobs': 'echo', 'token_ids': True, 'chat': False,
                                'slots': None}
     assert smol.identity() == hf_identity and smol.identity().startswith('hf:')
 
 def test_refusal_recorded_and_raised(smol):
     "An endpoint that cannot score: the probe records why; a scoring task is refused with it, a generative one runs."
     from wordbench.lm import GenerateRequest
-    from wordbench.openai_lm import LogprobAlignmentError
+    from wordbench.openai_endpoint import LogprobAlignmentError
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none')
         lm._alignment = LogprobAlignmentError('no echo here', 'use vLLM')   # as if the self-check had failed
         lm.require({GenerateRequest})
         with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
-    assert lm.capabilities['prompt_logprobs'] is None
-    assert lm.capabilities['scoring_refused'] == 'no echo here; fix: use vLLM'
+    assert lm.endpoint.prompt_logprobs is None
+    assert lm.endpoint.scoring_refused == 'no echo here; fix: use vLLM'
     assert lm.identity().endswith(':standin:serves=-')
 
 def test_generate_token_id_prompts(smol):
@@ -119,7 +119,7 @@ def test_generate_token_id_prompts(smol):
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m')
         out = lm.generate(reqs)
         sent = sorted(b['prompt'] for b in srv.bodies if b['max_tokens'] > 1)
-    assert lm.capabilities['token_ids'] is True and not lm.failures
+    assert lm.endpoint.token_ids is True and not lm.failures
     assert sent == sorted(encode_text(smol.tokenizer, r.prompt) for r in reqs)
     assert [o.text for o in out] == [o.text for o in ref], (out, ref)
     assert [o.completion_tokens for o in out] == [5, 3]

@@ -9,28 +9,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import GenerateRequest, Generation, cut_at_stop
+from .lm import GenerateRequest, Generation, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
 from .hf_common import encode_text, prefix_token_id, common_prefix_length, unique_prefix_tokens
 from .hf_kernels import slot_cache, shared_columns
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN',
-           'plain_chat_prompt', 'DecodeLimits', 'GenRow', 'DecodeEngine', 'plan_batches', 'prefix_tree',
-           'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
-
-# %% ../nbs/03c2_hf_generate.ipynb #82b263db
-CHAT_FALLBACK = 'plain-chat'  # `prompt_format` of chat messages formatted by `plain_chat_prompt` (no chat template)
-
-# %% ../nbs/03c2_hf_generate.ipynb #248f88e0
-PLAIN_CHAT_STOP = '\nUser:'  # where a `plain-chat` answer ends: the next user turn
-
-# %% ../nbs/03c2_hf_generate.ipynb #af45e5a1
-def plain_chat_prompt(messages: Sequence[tuple[str, str]]) -> str: # `(role, content)` pairs
-    "A plain transcript: system text, then `User:` / `Assistant:` turns, ending with `Assistant:`."
-    label = {'system': '', 'user': 'User: ', 'assistant': 'Assistant: '}
-    return '\n\n'.join([label[role] + content for role, content in messages] + ['Assistant:'])
+__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'DecodeLimits', 'GenRow', 'DecodeEngine',
+           'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
 
 # %% ../nbs/03c2_hf_generate.ipynb #32b6a104
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)

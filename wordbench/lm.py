@@ -13,9 +13,9 @@ from fastcore.basics import patch
 from .core import stable_hash, Registry
 
 # %% auto #0
-__all__ = ['CHAT_ROLES', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'TopK',
-           'Generation', 'cut_at_stop', 'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm',
-           'DummyLM']
+__all__ = ['CHAT_ROLES', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest',
+           'GenerateRequest', 'TopK', 'Generation', 'cut_at_stop', 'plain_chat_prompt', 'LMFailure', 'LM',
+           'register_backend', 'BackendOptionError', 'get_lm', 'DummyLM']
 
 # %% ../nbs/03_lm.ipynb #c1bb139a
 CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
@@ -82,6 +82,18 @@ def cut_at_stop(text: str, # a completion as the model wrote it
     lead = re.match('(?:' + '|'.join(map(re.escape, stop)) + r'|\s)*', text).end()
     cuts = [i for i in (text.find(s, lead) for s in stop) if i >= 0]
     return text[:min(cuts)] if cuts else text
+
+# %% ../nbs/03_lm.ipynb #82b263db
+CHAT_FALLBACK = 'plain-chat'  # `prompt_format` of chat messages formatted by `plain_chat_prompt` (no chat template)
+
+# %% ../nbs/03_lm.ipynb #248f88e0
+PLAIN_CHAT_STOP = '\nUser:'  # where a `plain-chat` answer ends: the next user turn
+
+# %% ../nbs/03_lm.ipynb #af45e5a1
+def plain_chat_prompt(messages: Sequence[tuple[str, str]]) -> str: # `(role, content)` pairs
+    "A plain transcript: system text, then `User:` / `Assistant:` turns, ending with `Assistant:`."
+    label = {'system': '', 'user': 'User: ', 'assistant': 'Assistant: '}
+    return '\n\n'.join([label[role] + content for role, content in messages] + ['Assistant:'])
 
 # %% ../nbs/03_lm.ipynb #4f9ef176
 @dataclass(frozen=True)

@@ -10,16 +10,16 @@ from concurrent.futures import ThreadPoolExecutor
 import openai, httpx
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
-from .core import UserError
+import functools
+from .core import UserError, ServerError
 from .hf_common import encode_pair, encode_text
-from .hf_generate import plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
-                          register_backend, cut_at_stop)
+                          register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
+from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_QUIRKS, LOGPROB_FIX, ALIGNMENT_PROMPTS,
+                              echo_tokens, alignment_candidates, prompt_positions, server_slots, server_kind)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'ALIGNMENT_PROMPTS', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'retry_policy', 'offline_tokenizer',
-           'OpenAILM', 'server_slots', 'server_kind', 'LogprobAlignmentError', 'EchoToken', 'served', 'stop_process',
-           'popen_tied', 'exit_description', 'wait_for_server', 'first_completion', 'LlamaCppServer']
+__all__ = ['RETRYABLE', 'FATAL', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -40,6 +40,20 @@ def retry_policy(max_retries: int=5, # retries after the first attempt (0: try o
     return Retrying(retry=retry_if_exception(transient),
                     wait=wait_exponential(multiplier=backoff, max=max_backoff),
                     stop=stop_after_attempt(max_retries + 1), reraise=True)
+
+# %% ../nbs/03b_openai.ipynb #a272b18d
+def server_errors(method):
+    "`method` of `OpenAILM`, raising a failed or malformed exchange with the server as `ServerError`."
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        try: return method(self, *args, **kwargs)
+        except UserError: raise   # `LogprobAlignmentError` is a `ServerError` already
+        except (openai.APIError, httpx.HTTPError) as e: why, err = 'failed', e
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            why, err = 'sent a reply that is not what the OpenAI API returns', e
+        detail = f"{method.__name__}: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        raise ServerError(f'{self.base_url}: the server {why} ({detail})') from err
+    return wrapped
 
 # %% ../nbs/03b_openai.ipynb #ab3bde25
 def offline_tokenizer(model: str) -> str|None:
@@ -77,7 +91,8 @@ class OpenAILM(LM):
         self.client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get('OPENAI_API_KEY') or 'sk-no-key',
                                     timeout=limits, max_retries=0)
         tokenizer = offline_tokenizer(model) if tokenizer is None else (None if tokenizer == 'none' else tokenizer)
-        self.tokenizer_name, self.batch_size, self._tok, self.capabilities = tokenizer, batch_size, None, {}
+        self.tokenizer_name, self.batch_size, self._tok = tokenizer, batch_size, None
+        self.endpoint = Endpoint()   # what the probes found; replaced, never changed, as facts are found
         # failures: every LMFailure returned
         self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
         self._lock, self._alignment, self._refusal, self._probed = threading.Lock(), None, None, False
@@ -85,7 +100,7 @@ class OpenAILM(LM):
         ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
          "plus `:serves=<...>` (`served`) once `probe` has run.")
         name = f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
-        return name + (f':serves={served(self.capabilities)}' if self._probed else '')
+        return name + (f':serves={self.endpoint.served}' if self._probed else '')
 
 # %% ../nbs/03b_openai.ipynb #a8cd203f
 @patch
@@ -119,6 +134,11 @@ def _fail(self: OpenAILM, error: str) -> LMFailure:
     return fail
 
 @patch
+def _learn(self: OpenAILM, **facts):
+    "Record `facts` found about the endpoint: a new `Endpoint` in place of the old."
+    with self._lock: self.endpoint = self.endpoint.learn(**facts)
+
+@patch
 def _map(self: OpenAILM, fn, requests) -> list:
     "`fn` over `requests` in order, at most `_workers()` at a time."
     requests = list(requests)
@@ -126,30 +146,12 @@ def _map(self: OpenAILM, fn, requests) -> list:
     if workers <= 1: return [fn(r) for r in requests]
     with ThreadPoolExecutor(min(workers, len(requests))) as ex: return list(ex.map(fn, requests))
 
-# %% ../nbs/03b_openai.ipynb #ffb0fd61
-def _get_json(base_url: str, path: str) -> dict:
-    "`GET path` at the server's root (beside `/v1`) as JSON; {} when it has no such route or answers otherwise."
-    root = base_url[:-3] if base_url.endswith('/v1') else base_url
-    try: out = httpx.get(root + path, timeout=5).json()
-    except (httpx.HTTPError, ValueError): return {}
-    return out if isinstance(out, dict) else {}
-
-def server_slots(base_url: str) -> int|None:
-    "Requests a server computes at once, as its `/props` reports them (llama.cpp's `total_slots`), or None."
-    n = _get_json(base_url, '/props').get('total_slots')
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
-
-def server_kind(base_url: str) -> str|None:
-    "A server with known quirks, by its own description: 'llama-cpp-python' (OpenAPI title), 'llama.cpp' (/props)."
-    if 'llama.cpp Python' in str(_get_json(base_url, '/openapi.json').get('info', {}).get('title', '')):
-        return 'llama-cpp-python'
-    return 'llama.cpp' if 'default_generation_settings' in _get_json(base_url, '/props') else None
-
+# %% ../nbs/03b_openai.ipynb #465b5f89
 @patch
 def _workers(self: OpenAILM) -> int:
     "Requests in flight at most: `max_concurrency`, capped by the server's reported slots."
-    if 'slots' not in self.capabilities: self.capabilities['slots'] = server_slots(self.base_url)
-    slots = self.capabilities['slots']
+    if not self.endpoint.knows('slots'): self._learn(slots=server_slots(self.base_url))
+    slots = self.endpoint.slots
     return max(1, min(self.max_concurrency, slots) if slots else self.max_concurrency)
 
 # %% ../nbs/03b_openai.ipynb #f793b410
@@ -168,12 +170,12 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
     if r.stop: kw['stop'] = list(r.stop)
     fmt = 'raw' if r.prompt is not None else 'server-chat'
-    if r.messages and self.capabilities.get('chat') is False:   # probed: no chat template; the hf engine's fallback
+    if r.messages and self.endpoint.chat is False:   # probed: no chat template; the hf engine's fallback
         stop = (*r.stop, PLAIN_CHAT_STOP)
         fmt, r = CHAT_FALLBACK, dataclasses.replace(r, messages=(), prompt=plain_chat_prompt(r.messages), stop=stop)
         kw['stop'] = list(stop)
     if r.prompt is not None:   # token ids (as the hf backend builds them) where `_takes_ids` found them taken
-        prompt = encode_text(self._tokenizer(), r.prompt) if self.capabilities.get('token_ids') else r.prompt
+        prompt = encode_text(self._tokenizer(), r.prompt) if self.endpoint.token_ids else r.prompt
         out = self._call(self.client.completions.create, prompt=prompt, **kw)
     else:
         chat = [{'role': a, 'content': t} for a, t in r.messages]
@@ -190,6 +192,7 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     return Generation(text, reason, *tokens, fmt)
 
 @patch
+@server_errors
 def generate(self: OpenAILM, requests, progress=None) -> list:
     "Replies to `GenerateRequest`s, in order; a call that finally failed gives `LMFailure` in its place."
     from tqdm.auto import tqdm
@@ -203,50 +206,6 @@ def generate(self: OpenAILM, requests, progress=None) -> list:
             pbar.update(1)
             return out
         return self._map(one, requests)
-
-# %% ../nbs/03b_openai.ipynb #f9993fe3
-class LogprobAlignmentError(UserError):
-    "The server's prompt (echo) log-probs cannot be trusted; wordbench refuses to score with them."
-
-# %% ../nbs/03b_openai.ipynb #4c8912ce
-@dataclass
-class EchoToken:
-    ("One echoed prompt token: its span in the prompt, log-prob (None for the first) "
-     "and the best log-prob at that position.")
-    start: int
-    end: int
-    text: str
-    logprob: float|None
-    best: float|None
-
-def _prompt_tokens(lp, # the `logprobs` of an echoed completion choice
-                   prompt: str) -> list[EchoToken]:
-    ("The prompt's tokens from an echo response (generated tokens dropped); "
-     "`LogprobAlignmentError` when they do not spell the prompt.")
-    if lp is None or not lp.tokens or lp.text_offset is None or lp.token_logprobs is None:
-        raise LogprobAlignmentError('the server returned no prompt log-probs for echo=True, logprobs=1')
-    tops = lp.top_logprobs or [None] * len(lp.tokens)
-    toks, pos = [], 0
-    for text, off, l, top in zip(lp.tokens, lp.text_offset, lp.token_logprobs, tops):
-        if off >= len(prompt): break
-        if off != pos:
-            raise LogprobAlignmentError(f'token {text!r} has text_offset {off}, but the tokens before it end at {pos}')
-        toks.append(EchoToken(off, off + len(text), text, l, max(top.values()) if top else None))
-        pos += len(text)
-    if ''.join(t.text for t in toks) != prompt:
-        raise LogprobAlignmentError(f'the echoed tokens do not spell the prompt {prompt!r:.60}')
-    return toks
-
-# %% ../nbs/03b_openai.ipynb #88d615ba
-ALIGNMENT_PROMPTS = ('The capital of France is', 'Once upon a time, there was a little', 'She opened the door and saw')
-
-def _candidates(top: dict, tol: float) -> list[tuple[str, float]]:
-    "Two printable tokens from a top-k dict whose log-probs differ by more than `4 * tol` (or none)."
-    ok = sorted(((t, l) for t, l in top.items() if t.strip() and t.isprintable() and '<' not in t), key=lambda x: -x[1])
-    for i, (t1, l1) in enumerate(ok):
-        for t2, l2 in ok[i+1:]:
-            if abs(l1 - l2) > 4 * tol: return [(t1, l1), (t2, l2)]
-    return []
 
 # %% ../nbs/03b_openai.ipynb #06e7efbd
 @patch
@@ -262,7 +221,7 @@ def _probe(self: OpenAILM, **kw):
 @patch
 def _echo(self: OpenAILM, prompt: str) -> list[EchoToken]:
     "The echoed prompt tokens of `prompt`."
-    return _prompt_tokens(self._probe(prompt=prompt, echo=True, logprobs=1).choices[0].logprobs, prompt)
+    return echo_tokens(self._probe(prompt=prompt, echo=True, logprobs=1).choices[0].logprobs, prompt)
 
 @patch
 def _next_top(self: OpenAILM, prompt: str, k: int) -> dict:
@@ -288,11 +247,12 @@ def _compare(self: OpenAILM, a: str, tok: str, ref: float) -> dict|None:
     return dict(prefix=a, token=tok, generation=ref, echo=toks[-1].logprob)
 
 @patch
+@server_errors
 def check_logprob_alignment(self: OpenAILM, prompts=ALIGNMENT_PROMPTS) -> list[dict]:
     ("Prove the echoed prompt log-probs agree with the generation path on `prompts`: "
      "the comparisons, or `LogprobAlignmentError`.")
     rows = [self._compare(a, tok, ref) for a in prompts
-            for tok, ref in _candidates(self._next_top(a, 5), self.logprob_tol)]
+            for tok, ref in alignment_candidates(self._next_top(a, 5), self.logprob_tol)]
     rows = [r for r in rows if r]
     if len(rows) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
                                                   f'the prompts gave {len(rows)} comparable tokens (need 2)')
@@ -308,14 +268,6 @@ def _require_alignment(self: OpenAILM):
         with self._lock: self._alignment = done
     if isinstance(done, Exception): raise done
 
-# %% ../nbs/03b_openai.ipynb #d83bf648
-# servers refused by name for log-likelihoods: what is wrong with their prompt log-probs
-KNOWN_QUIRKS = {'llama-cpp-python': 'its echoed prompt log-probs are shifted by one token (abetlen/llama-cpp-python#1983), '
-                                    'and computed so slowly that a long prompt takes minutes',
-                'llama.cpp': "llama-server returns no prompt log-probs (echo is not supported: ggml-org/llama.cpp#27174)"}
-LOGPROB_FIX = ('score with a server whose prompt log-probs are right (vLLM, SGLang) or a local backend (--backend hf), '
-               'or run only generative strategies on this endpoint')
-
 # %% ../nbs/03b_openai.ipynb #d67475ed
 @patch
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
@@ -324,7 +276,7 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
     out = self._call(self.client.completions.create, model=self.model, prompt=prompt, echo=True, logprobs=1,
                      max_tokens=1, temperature=0.0)
     if isinstance(out, LMFailure): return out
-    try: toks = [t for t in _prompt_tokens(out.choices[0].logprobs, prompt) if t.end > len(r.context)]
+    try: toks = [t for t in echo_tokens(out.choices[0].logprobs, prompt) if t.end > len(r.context)]
     except LogprobAlignmentError as e: toks, err = [], str(e)
     else: err = 'no continuation tokens with log-probs' if not toks or any(t.logprob is None for t in toks) else None
     if err: return self._fail(f'unusable echo for {prompt!r:.60}: {err}')
@@ -335,14 +287,14 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
 @patch
 def _chat_probe(self: OpenAILM) -> bool:
     "Whether `/chat/completions` answers a one-token chat (a server without a chat template refuses it)."
-    if 'chat' not in self.capabilities:
+    if not self.endpoint.knows('chat'):
         try: ok = bool(self._retry(self.client.chat.completions.create, model=self.model, max_tokens=1,
                                    messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
         except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
-        self.capabilities['chat'] = ok
-    return self.capabilities['chat']
+        self._learn(chat=ok)
+    return self.endpoint.chat
 
-OpenAILM.supports_chat = property(OpenAILM._chat_probe)
+OpenAILM.supports_chat = property(server_errors(OpenAILM._chat_probe))
 
 # %% ../nbs/03b_openai.ipynb #3ba061e0
 @patch
@@ -364,24 +316,6 @@ def count_tokens(self: OpenAILM, text: str, context: str='') -> int:
     if tok is None: return len(text.split())
     return len(encode_pair(tok, context, text)[1]) if context else len(tok.encode(text, add_special_tokens=False))
 
-# %% ../nbs/03b_openai.ipynb #b0f4eeb4
-def _positions(choice: dict, # one choice of a completions response, as JSON
-               ids: list[int], # the token-id prompt it answers
-               mode: str) -> list: # 'echo' or 'prompt_logprobs'
-    "`(logprob, is_top1)` of each prompt token after the first (None first) from one choice."
-    if mode == 'echo':
-        lp = choice.get('logprobs') or {}
-        vals, tops = lp.get('token_logprobs') or [], lp.get('top_logprobs') or []
-        if len(vals) < len(ids) or len(tops) < len(ids):
-            raise LogprobAlignmentError(f'echo gave {len(vals)} log-probs for a {len(ids)}-token prompt')
-        return [None] + [(vals[j], vals[j] >= max(tops[j].values()) - 1e-6) for j in range(1, len(ids))]
-    rows = choice.get('prompt_logprobs')
-    if not rows or len(rows) != len(ids):
-        raise LogprobAlignmentError(f'prompt_logprobs gave {len(rows or [])} entries for a {len(ids)}-token prompt')
-    best = lambda row: max(v['logprob'] for v in row.values())
-    return [None] + [(row[str(t)]['logprob'], row[str(t)]['logprob'] >= best(row) - 1e-6)
-                     for t, row in zip(ids[1:], rows[1:])]
-
 # %% ../nbs/03b_openai.ipynb #4e0dda70
 @patch
 def _batch_logprobs(self: OpenAILM, prompts: list, # token-id prompts, sent in one request
@@ -393,7 +327,7 @@ def _batch_logprobs(self: OpenAILM, prompts: list, # token-id prompts, sent in o
     choices = sorted(out.model_dump()['choices'], key=lambda c: c['index'])
     if len(choices) != len(prompts):
         raise LogprobAlignmentError(f'{len(prompts)} prompts in one request gave {len(choices)} choices')
-    return [_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
+    return [prompt_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
 
 @patch
 def _probe_ids(self: OpenAILM) -> str|None:
@@ -412,10 +346,10 @@ def _probe_ids(self: OpenAILM) -> str|None:
 def _scoring_mode(self: OpenAILM) -> str:
     ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts), else 'echo-text'; "
      "`LogprobAlignmentError` naming the quirk and the fix when it gives none that can be trusted.")
-    if 'server' not in self.capabilities: self.capabilities['server'] = server_kind(self.base_url)
-    if self.capabilities['server'] in KNOWN_QUIRKS:
-        raise LogprobAlignmentError(f"{self.identity()} is {self.capabilities['server']}: "
-                                    f"{KNOWN_QUIRKS[self.capabilities['server']]}", LOGPROB_FIX)
+    if not self.endpoint.knows('server'): self._learn(server=server_kind(self.base_url))
+    if self.endpoint.server in KNOWN_QUIRKS:
+        raise LogprobAlignmentError(f'{self.identity()} is {self.endpoint.server}: '
+                                    f'{KNOWN_QUIRKS[self.endpoint.server]}', LOGPROB_FIX)
     self._require_alignment()   # LogprobAlignmentError (a UserError) names the server's quirk and the fix
     mode = self._probe_ids() if self.tokenizer_name else None
     if self.tokenizer_name and mode is None:
@@ -424,14 +358,14 @@ def _scoring_mode(self: OpenAILM) -> str:
 
 @patch
 def _require_scoring(self: OpenAILM) -> None:
-    ("Decide once how the endpoint scores (`capabilities['prompt_logprobs']`; None and `scoring_refused` when it "
+    ("Decide once how the endpoint scores (`endpoint.prompt_logprobs`; None and `scoring_refused` when it "
      "cannot) and raise the reason when it cannot.")
-    if 'prompt_logprobs' not in self.capabilities:
-        try: self.capabilities['prompt_logprobs'] = self._scoring_mode()
+    if not self.endpoint.knows('prompt_logprobs'):
+        try: self._learn(prompt_logprobs=self._scoring_mode())
         except LogprobAlignmentError as e:
-            self._refusal, self.capabilities['prompt_logprobs'] = e, None
-            self.capabilities['scoring_refused'] = str(e)
-    if self.capabilities['prompt_logprobs'] is None:
+            self._refusal = e
+            self._learn(prompt_logprobs=None, scoring_refused=str(e))
+    if self.endpoint.prompt_logprobs is None:
         raise self._refusal or LogprobAlignmentError(f'{self.identity()} serves no prompt log-probs', LOGPROB_FIX)
 
 
@@ -439,29 +373,23 @@ def _require_scoring(self: OpenAILM) -> None:
 @patch
 def _takes_ids(self: OpenAILM) -> bool:
     "Whether `/completions` takes token-id prompts (only with a local tokenizer), probed once with one token."
-    if 'token_ids' not in self.capabilities:
-        ok = self.capabilities.get('prompt_logprobs') in ('echo', 'prompt_logprobs')   # already seen
+    if not self.endpoint.knows('token_ids'):
+        ok = self.endpoint.prompt_logprobs in ('echo', 'prompt_logprobs')   # already seen
         if not ok and self._tokenizer() is not None:
             ids = encode_text(self._tokenizer(), 'Hello')
             try: ok = bool(self._retry(self.client.completions.create, model=self.model, prompt=ids, max_tokens=1,
                                        temperature=0.0).choices)
             except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
-        self.capabilities['token_ids'] = ok
-    return self.capabilities['token_ids']
-
-
-# %% ../nbs/03b_openai.ipynb #db10fc70
-def served(capabilities: dict) -> str: # `OpenAILM.capabilities` after a probe
-    "What an endpoint serves in one identity field: `chat`, `ids` (token-id prompts), the scoring mode; '-' for none."
-    parts = ['chat'] * bool(capabilities.get('chat')) + ['ids'] * bool(capabilities.get('token_ids'))
-    return '+'.join(parts + [capabilities['prompt_logprobs']] * bool(capabilities.get('prompt_logprobs'))) or '-'
+        self._learn(token_ids=ok)
+    return self.endpoint.token_ids
 
 
 # %% ../nbs/03b_openai.ipynb #c24fac48
 @patch
-def probe(self: OpenAILM) -> dict:
+@server_errors
+def probe(self: OpenAILM) -> Endpoint:
     ("Probe once, with a few tokens, everything the endpoint serves: scoring, token-id prompts, chat, slots; "
-     "`capabilities` (which `identity` then names).")
+     "the `Endpoint` (which `identity` then names).")
     if not self._probed:
         try: self._require_scoring()
         except LogprobAlignmentError: pass   # recorded; `require` refuses scoring with it
@@ -469,9 +397,10 @@ def probe(self: OpenAILM) -> dict:
         self._chat_probe()
         self._workers()
         self._probed = True
-    return self.capabilities
+    return self.endpoint
 
 @patch
+@server_errors
 def require(self: OpenAILM, kinds) -> None:
     ("Probe what the endpoint serves (`probe`, once); `UserError` (before any request of a task) when it cannot "
      "serve the request classes in `kinds`.")
@@ -498,6 +427,7 @@ def _score_ids(self: OpenAILM, requests: list, mode: str) -> list:
 
 # %% ../nbs/03b_openai.ipynb #942aa1c9
 @patch
+@server_errors
 def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
     ("`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`): token-id prompts in batches when a "
      "tokenizer is given, else one text prompt each; `UserError` when the endpoint cannot score.")
@@ -505,7 +435,7 @@ def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
     if not requests: return []
     self._require_scoring()
     self.counters['loglikelihood'] += len(requests)
-    mode = self.capabilities['prompt_logprobs']
+    mode = self.endpoint.prompt_logprobs
     if mode != 'echo-text': return self._score_ids(requests, mode)
     if any(not r.context for r in requests):
         raise UserError('loglikelihood needs a non-empty context with text prompts: the first token has no log-prob',
@@ -528,136 +458,9 @@ def _top(self: OpenAILM, r: TopKRequest):
     return TopK(words, tuple((t, ranks.get(t), dict(words).get(t), None) for t in r.targets))
 
 @patch
+@server_errors
 def topk(self: OpenAILM, requests, progress=None) -> list:
     "Top-k next tokens per `TopKRequest` (or `LMFailure`), from the generation path."
     requests = list(requests)
     self.counters['topk'] += len(requests)
     return self._map(self._top, requests)
-
-# %% ../nbs/03b_openai.ipynb #5c372515
-_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): the signal a process gets when its parent dies
-
-def _death_signal(parent: int): # the parent's pid, to catch a parent that died before the call
-    "A `preexec_fn` asking Linux for SIGTERM when the parent dies; None where there is no `prctl`."
-    import ctypes, signal
-    try: prctl = ctypes.CDLL(None, use_errno=True).prctl   # resolved here, before the fork
-    except (OSError, AttributeError): return None
-    def tie():
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
-        if os.getppid() != parent: os._exit(1)
-    return tie
-
-# %% ../nbs/03b_openai.ipynb #fdd07241
-def stop_process(proc, # a `subprocess.Popen`
-                 timeout: float=15): # seconds between SIGTERM and SIGKILL
-    "Terminate `proc` if it still runs, and kill it when it does not end within `timeout`."
-    import subprocess
-    if proc.poll() is not None: return
-    proc.terminate()
-    try: proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-# %% ../nbs/03b_openai.ipynb #b478c25f
-def popen_tied(cmd: list, # the command line
-               log_path): # file that receives its stdout and stderr
-    "A subprocess that gets SIGTERM when this process dies (Linux, even on SIGKILL) and is stopped at exit."
-    import subprocess, atexit
-    with open(log_path, 'ab') as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_death_signal(os.getpid()))
-    atexit.register(stop_process, proc)
-    return proc
-
-# %% ../nbs/03b_openai.ipynb #76129d50
-def _log_tail(path, n: int=3000) -> str:
-    "The last `n` characters of a log file ('' when there is none)."
-    from pathlib import Path
-    return Path(path).read_text(errors='replace')[-n:] if Path(path).exists() else ''
-
-def exit_description(code: int) -> str: # a `Popen.returncode`
-    "'code N', naming the signal that ended the process when there was one, e.g. 'code -4 (SIGILL)'."
-    import signal
-    try: return f'code {code}' + (f' ({signal.Signals(-code).name})' if code < 0 else '')
-    except ValueError: return f'code {code}'
-
-def wait_for_server(base_url: str, # e.g. http://127.0.0.1:8000/v1
-                    proc, # the server's `subprocess.Popen`
-                    log_path, # its log, quoted in errors
-                    timeout: float=120.0) -> str: # seconds
-    "The first model id that `base_url/models` lists, polled until the server answers."
-    import json, time, urllib.request
-    opener, deadline = urllib.request.build_opener(urllib.request.ProxyHandler({})), time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f'{base_url}: server exited with {exit_description(proc.returncode)}:\n'
-                               f'{_log_tail(log_path)}')
-        try:
-            with opener.open(base_url + '/models', timeout=2) as r: return json.load(r)['data'][0]['id']
-        except OSError: pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'{base_url}: server not ready after {timeout:g} s:\n{_log_tail(log_path)}')
-        time.sleep(0.25)
-
-# %% ../nbs/03b_openai.ipynb #613ab965
-def first_completion(base_url: str, # e.g. http://127.0.0.1:8000/v1
-                     model: str, # the id the server lists
-                     proc, # the server's `subprocess.Popen`
-                     log_path, # its log, quoted in errors
-                     timeout: float=120.0) -> str: # seconds
-    "The text of a one-token completion; an error quoting the log (and the exit signal) when the server fails it."
-    import json, subprocess, urllib.request
-    body = json.dumps(dict(model=model, prompt='The', max_tokens=1, temperature=0)).encode()
-    req = urllib.request.Request(base_url + '/completions', body, {'Content-Type': 'application/json'})
-    try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=timeout) as r:
-            return json.load(r)['choices'][0]['text']
-    except OSError as e:
-        try: proc.wait(5)
-        except subprocess.TimeoutExpired: pass
-        why = f'exited with {exit_description(proc.returncode)}' if proc.poll() is not None else f'failed ({e})'
-        raise RuntimeError(f'{base_url}: server {why} on its first completion:\n{_log_tail(log_path)}') from None
-
-# %% ../nbs/03b_openai.ipynb #5005323d
-class LlamaCppServer:
-    "llama-cpp-python's OpenAI-compatible server for a GGUF file on 127.0.0.1, tied to this process."
-    def __init__(self, gguf, # the model file
-                 n_ctx: int=2048, # context window, tokens
-                 threads: int|None=None, # CPU threads for decoding and prompts (None: llama.cpp's default)
-                 timeout: float=120.0, # seconds to wait for it to answer
-                 log_path=None): # its output (default: a new temporary file)
-        import tempfile
-        from pathlib import Path
-        self.gguf, self.n_ctx, self.threads, self.timeout, self.proc = str(gguf), n_ctx, threads, timeout, None
-        self.log_path = Path(log_path or Path(tempfile.mkdtemp(prefix='llama_server_'))/'server.log')
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
-
-# %% ../nbs/03b_openai.ipynb #f592c5bc
-@patch
-def command(self: LlamaCppServer, port: int) -> list[str]:
-    "The server's command line on `port`."
-    cmd = [sys.executable, '-m', 'llama_cpp.server', '--model', self.gguf, '--host', '127.0.0.1', '--port', str(port),
-           '--n_ctx', str(self.n_ctx)]
-    return cmd + (['--n_threads', str(self.threads), '--n_threads_batch', str(self.threads)] if self.threads else [])
-
-@patch
-def start(self: LlamaCppServer) -> LlamaCppServer:
-    "Start the server on a free port, wait until it answers and completes once; it is stopped if it never does."
-    import socket
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-    self.base_url, self.proc = f'http://127.0.0.1:{port}/v1', popen_tied(self.command(port), self.log_path)
-    try:
-        self.model = wait_for_server(self.base_url, self.proc, self.log_path, self.timeout)
-        first_completion(self.base_url, self.model, self.proc, self.log_path, self.timeout)
-    except BaseException:
-        self.stop()
-        raise
-    return self
-
-@patch
-def stop(self: LlamaCppServer):
-    "Stop the server (a no-op when it is not running)."
-    if self.proc is not None: stop_process(self.proc)

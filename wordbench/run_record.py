@@ -149,8 +149,9 @@ def run_config(model: str, # the model name as evaluated
                options: dict # grid and task options given
               ) -> dict:
     ("lm-eval's `config` of a run: model, arguments, dtype, identity, batch size, device, grid and options, and "
-     "what the endpoint was probed to serve (`capabilities`, where the backend has them: `openai`).")
-    opts, caps = lm_options or {}, getattr(lm, 'capabilities', None)
+     "what the endpoint was probed to serve (`capabilities`, where the backend has an `endpoint`: `openai`).")
+    opts, endpoint = lm_options or {}, getattr(lm, 'endpoint', None)
+    caps = endpoint.record() if endpoint is not None else None
     str_or_none = lambda v: None if v is None else str(v)
     return dict(model=backend, model_args={'pretrained': model, **{k: str(v) for k, v in opts.items()}},
                 model_dtype=str(getattr(lm, 'dtype', opts.get('dtype', ''))), model_sha=lm.identity(),
