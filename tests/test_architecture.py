@@ -1,6 +1,7 @@
-"The layering, checked from the import graph of the package: shared modules never import a system, systems never each other."
+"The layering, checked on the package's import graph: shared modules, systems, builders, tasks, backends."
 import ast
 from pathlib import Path
+import pytest
 import wordbench
 from wordbench.cli import builtin_systems
 
@@ -75,6 +76,63 @@ def test_the_graph_is_read():
     "The checks above would pass vacuously on an empty graph: the command line does import the systems, by name."
     assert 'wordbench.winodict.task' in imports(PKG/'winodict'/'foreign.py')
     assert any(system_of(m) for m in imports(PKG/'winodict'/'__init__.py'))
+
+
+W = 'wordbench.'
+BUILDERS = {f'{W}{s}.build' for s in SYSTEMS} | {W + 'probes.generate', W + 'wscplus.generate'}
+TASK_MODULES = {f'{W}{s}.task' for s in SYSTEMS} | {W + 'winodict.foreign'}
+BACKENDS = {W + m for m in ('lm_hf', 'lm_mlm', 'lm_t5', 'openai_lm', 'hf_generate', 'hf_common', 'hf_kernels',
+                            'openai_endpoint', 'servers')}
+HF_ENGINE = {W + m for m in ('hf_generate', 'hf_common', 'hf_kernels', 'lm_hf')}
+SERVER_CLIENT = {W + 'openai_lm', W + 'openai_endpoint'}
+RULES = {  # rule: (whether it binds a module, the modules that module may not import)
+    'a builder imports no task of its system':
+        (lambda m: m in BUILDERS, lambda m: {t for t in TASK_MODULES if system_of(t) == system_of(m)}),
+    'a task imports no builder': (lambda m: m in TASK_MODULES, lambda m: BUILDERS),
+    'a system imports no backend': (lambda m: system_of(m) is not None, lambda m: BACKENDS),
+    'the server client imports no HF engine': (lambda m: m in SERVER_CLIENT, lambda m: HF_ENGINE),
+    'only the command line is the front door': (lambda m: m != W + 'cli', lambda m: {W + 'cli'}),
+}
+
+
+def module_name(path: Path) -> str:
+    return '.'.join(package_of(path) + (path.stem,)).removesuffix('.__init__')
+
+
+GRAPH = {module_name(p): imports(p) for p in PKG.rglob('*.py') if p.stem != '_modidx'}   # module -> imports
+
+
+def broken(rule: str, graph: dict) -> dict:
+    "Per module `rule` binds in `graph`: the imports it forbids (modules, or names read from them)."
+    binds, banned = RULES[rule]
+    found = {m: sorted(i for i in imported if any(i == b or i.startswith(b + '.') for b in banned(m)))
+             for m, imported in graph.items() if binds(m)}
+    return {m: v for m, v in found.items() if v}
+
+
+OPEN = {'the server client imports no HF engine': 'openai_lm.py:14-15 import hf_common and hf_generate'}
+
+
+@pytest.mark.parametrize('rule', [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=OPEN[r]))
+                                  if r in OPEN else r for r in RULES])
+def test_layering_rule(rule):
+    assert any(RULES[rule][0](m) for m in GRAPH), f'{rule}: binds no module'
+    assert not broken(rule, GRAPH)
+
+
+def test_each_rule_can_fail():
+    "Each rule catches an import that breaks it in a made-up graph, and passes one that keeps it."
+    bad = {'a builder imports no task of its system': {W + 'newterm.build': {W + 'newterm.task.DEDUCE'}},
+           'a task imports no builder': {W + 'winodict.foreign': {W + 'winodict.build'}},
+           'a system imports no backend': {W + 'probes.task': {W + 'lm_t5'}},
+           'the server client imports no HF engine': {W + 'openai_lm': {W + 'hf_generate.plain_chat_prompt'}},
+           'only the command line is the front door': {W + 'tasks': {W + 'cli.builtin_systems'}}}
+    assert set(bad) == set(RULES)
+    for rule, graph in bad.items():
+        assert broken(rule, graph) == {m: sorted(v) for m, v in graph.items()}, rule
+    ok = {W + 'newterm.build': {W + 'newterm.terms', W + 'winodict.task'},   # another system's task: another rule
+          W + 'cli': {W + 'cli'}}
+    assert not any(broken(rule, ok) for rule in RULES)
 
 
 def test_no_module_uses_another_modules_private_names():

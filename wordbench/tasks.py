@@ -136,11 +136,12 @@ def run_task(task: Task, # a registered (or any) task
              pool: list[dict]|None=None, # where shots come from; default `items`
              model: str|None=None, # the `model` column; default `lm.identity()`
              recheck_margin: float|None=None, # re-score closer decisions (nats) at full precision; None: the backend's
-             progress: bool|None=None # progress bars of the model calls
+             progress: bool|None=None, # progress bars of the model calls
+             adapted: bool=False # `task` is already `task.for_lm(lm)` (as `run_eval` passes it): not adapted again
             ) -> pd.DataFrame:
     "One row per applicable item × setting: every request of the grid scored in one call per kind."
     from wordbench.results import tidy
-    task, jobs, skipped = task.for_lm(lm), [], Counter()
+    task, jobs, skipped = task if adapted else task.for_lm(lm), [], Counter()
     for j in task.jobs(items, settings, items if pool is None else pool):
         if j.requests is None: skipped[j.setting.strategy] += 1
         else: jobs.append(j)
@@ -202,7 +203,8 @@ def run_eval(task: str|Task, # a task or its registered name
             lm = CachedLM(lm, path=None if cache is True else cache)
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
         for settings, items, pool in parts:
-            res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin, progress=progress)
+            res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin,
+                           progress=progress, adapted=True)
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')

@@ -18,7 +18,8 @@ from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest, Generatio
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
 from .items import term_type
-from .task import DEDUCE_SYSTEM, DEDUCE_USER, meaning_similarity, sentence_embedder
+from .prompts import DEDUCE_SYSTEM, DEDUCE_USER
+from .similarity import sentence_embedder
 from .terms import zipf_frequency
 from .build_prompts import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messages, diversity_filter,
                                          find_term, parse_score, parse_selection, parse_terms, parse_wrong_sentences,

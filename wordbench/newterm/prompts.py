@@ -14,9 +14,9 @@ from ..prompts import LETTERS, conversation, first_group, first_token_in, letter
 # %% auto #0
 __all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',
            'STRATEGIES', 'COMPLETION_STOP', 'PROMPT_FORMATS', 'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE',
-           'paper_prompt', 'split_strategy', 'user_prompt', 'system_prompt', 'mask_term', 'select_shots', 'shot_answer',
-           'messages', 'completion_prompt', 'prompt_format', 'generate_request', 'choice_requests', 'parse_choice',
-           'parse_judgement', 'parse_reply']
+           'DEDUCE_SYSTEM', 'DEDUCE_USER', 'paper_prompt', 'split_strategy', 'user_prompt', 'system_prompt',
+           'mask_term', 'select_shots', 'shot_answer', 'messages', 'completion_prompt', 'prompt_format',
+           'generate_request', 'choice_requests', 'parse_choice', 'parse_judgement', 'parse_reply']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
 NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()`
@@ -204,3 +204,9 @@ def parse_judgement(reply: str) -> tuple[str|None, str]:
 def parse_reply(item: dict, reply: str) -> tuple[str|None, str]:
     "The authors' parsing for `item`'s task: `parse_judgement` for CSJ, `parse_choice` otherwise."
     return parse_judgement(reply) if item['task'] == 'CSJ' else parse_choice(reply, item['choices'])
+
+# %% ../../nbs/22_newterm_prompts.ipynb #e8be0758
+DEDUCE_SYSTEM = paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')  # read from the paper (Table 3)
+
+# %% ../../nbs/22_newterm_prompts.ipynb #9a03cd3b
+DEDUCE_USER = 'What is the meaning of "{term}"?\nMeaning: '

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/23_newterm_task.ipynb #9b07f55d
 from __future__ import annotations
-import copy, functools
+import copy
 from typing import Sequence
 import numpy as np
 import pandas as pd
@@ -17,14 +17,16 @@ from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
-from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, choice_requests, generate_request,
-                                       paper_prompt, parse_reply, prompt_format, select_shots, split_strategy)
+from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, DEDUCE_SYSTEM, DEDUCE_USER,
+                                       choice_requests, generate_request, parse_reply, prompt_format, select_shots,
+                                       split_strategy)
+from .similarity import meaning_similarity
 
 # %% auto #0
 __all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'PAPER_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS',
-           'LL_SCHEMA', 'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'DEDUCE_MAX_TOKENS',
-           'DEDUCE_SCHEMA', 'DEDUCE', 'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask',
-           'deduce_items', 'sentence_embedder', 'meaning_similarity', 'DeduceTask', 'newterm_results']
+           'LL_SCHEMA', 'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_MAX_TOKENS', 'DEDUCE_SCHEMA', 'DEDUCE',
+           'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask', 'deduce_items', 'DeduceTask',
+           'newterm_results']
 
 # %% ../../nbs/23_newterm_task.ipynb #4ed49123
 CPU_SAMPLE = 10  # raw items per year and task in the default CPU grid (one number sizes the whole grid)
@@ -187,12 +189,6 @@ def row(self: NewTermChoiceTask, it: dict, s, requests, scores, lm) -> dict:
 # %% ../../nbs/23_newterm_task.ipynb #7eaf877e
 NEWTERM_LL_TASKS = {t: register_task(NewTermChoiceTask(t)) for t in ITEM_TASKS}  # 'COMA' -> the registered task
 
-# %% ../../nbs/23_newterm_task.ipynb #e8be0758
-DEDUCE_SYSTEM = paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')  # read from the paper (Table 3)
-
-# %% ../../nbs/23_newterm_task.ipynb #9a03cd3b
-DEDUCE_USER = 'What is the meaning of "{term}"?\nMeaning: '
-
 # %% ../../nbs/23_newterm_task.ipynb #8e71c7d5
 DEDUCE_MAX_TOKENS = 32  # one sentence; recorded in every row
 
@@ -210,21 +206,6 @@ def deduce_items(years=None, sample=None) -> list[dict]:
         rows += [dict(id=f'{year}/new_terms/{r.line}', year=str(year), line=int(r.line), term=r.term, meaning=r.meaning,
                       term_type=term_type(r.type), clean=None, label='') for r in terms.itertuples()]
     return rows
-
-# %% ../../nbs/23_newterm_task.ipynb #2ee37287
-@functools.lru_cache(maxsize=1)
-def sentence_embedder():
-    "The sentence embedder of the term analyses (all-MiniLM-L6-v2), loaded once."
-    from wordbench.resources import embedding_model
-    return embedding_model()
-
-# %% ../../nbs/23_newterm_task.ipynb #c95449e7
-def meaning_similarity(guesses: Sequence[str], meanings: Sequence[str]) -> list[float]:
-    "Cosine similarity of each guess to its meaning under `sentence_embedder()`."
-    emb = sentence_embedder().encode(list(guesses) + list(meanings), normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
-    n = len(guesses)
-    return [float(np.dot(emb[i], emb[n + i])) for i in range(n)]
 
 # %% ../../nbs/23_newterm_task.ipynb #f8d53a47
 DEDUCE_SCHEMA = ResultSchema(

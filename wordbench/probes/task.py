@@ -10,7 +10,6 @@ from typing import Sequence
 from fastcore.basics import patch
 import numpy as np
 import pandas as pd
-import wordbench.lm_t5  # registers the hf-t5 backend (sentinel spans)
 from ..lm import LMFailure, LoglikelihoodRequest, TopK, TopKRequest
 from ..results import ResultSchema
 from ..tasks import Option, Task, register_task

@@ -9,21 +9,23 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 import pandas as pd
-from ..core import (DataError, SkipLog, write_jsonl, seeded_rng, stable_hash, record_provenance, raw_path,
+from ..core import (DataError, SkipLog, write_jsonl, record_provenance, raw_path,
                             file_sha256, project_root)
 from ..data import read_jsonl_rows
+from .items import RECORD_FIELDS
+from .words import assign_roots
 from .sources import load_wsc, load_winogrande, parse_winogrande_row, wsc_sentence, WSC273_SIZE
 from ..resources import spacy_pipeline, wordnet
 
 # %% auto #0
 __all__ = ['BLANK', 'DROP_FIELDS', 'LEADING_ARTICLES', 'POSSESSIVE_CANDIDATES', 'TOKEN_RE', 'DEGREE_TAGS', 'KEPT_POS',
-           'REJECTED_LEMMAS', 'SENSE_OVERRIDES', 'WN_POS', 'EXAMPLE_MARKER', 'RAW_FILES', 'RECORD_FIELDS',
-           'PAPER_TABLE1', 'normalise_space', 'Dropped', 'drop_record', 'wsc_option', 'opens_sentence',
-           'possessive_pronouns', 'wsc_items', 'winogrande_items', 'pair_twins', 'KeyConcept', 'key_concept',
-           'fill_blank', 'KeyToken', 'read_key_tokens', 'refine_lemma', 'check_key_token', 'adverb_adjectives',
-           'choose_synset', 'clean_definition', 'synonym_for', 'sense_info', 'match_case', 'assign_roots',
-           'malformed_record', 'read_user_winogrande', 'read_user_wsc', 'chosen_sources', 'source_items',
-           'twin_reading', 'analyse_pairs', 'twin_record', 'winodict_records', 'winodict_report', 'build_winodict']
+           'REJECTED_LEMMAS', 'SENSE_OVERRIDES', 'WN_POS', 'EXAMPLE_MARKER', 'RAW_FILES', 'PAPER_TABLE1',
+           'normalise_space', 'Dropped', 'drop_record', 'wsc_option', 'opens_sentence', 'possessive_pronouns',
+           'wsc_items', 'winogrande_items', 'pair_twins', 'KeyConcept', 'key_concept', 'fill_blank', 'KeyToken',
+           'read_key_tokens', 'refine_lemma', 'check_key_token', 'adverb_adjectives', 'choose_synset',
+           'clean_definition', 'synonym_for', 'sense_info', 'match_case', 'malformed_record', 'read_user_winogrande',
+           'read_user_wsc', 'chosen_sources', 'source_items', 'twin_reading', 'analyse_pairs', 'twin_record',
+           'winodict_records', 'winodict_report', 'build_winodict']
 
 # %% ../../nbs/12_winodict_build.ipynb #ed29c30b
 BLANK = '_'
@@ -337,24 +339,6 @@ def match_case(form: str, original: str) -> str:
     "`form` with its first letter upper-cased when `original` starts with a capital."
     return form[:1].upper() + form[1:] if original[:1].isupper() else form
 
-# %% ../../nbs/12_winodict_build.ipynb #ef0a60aa
-def assign_roots(needs: list[tuple[str, tuple]], # per pair: (template, the Penn tags its twins need)
-                 words: pd.DataFrame, # synthetic words: word, bucket and a column per tag
-                 bucket: str, seed: int) -> list[str|None]:
-    "One root per pair from `bucket`, chosen by an RNG keyed on (seed, bucket, template), distinct while words last."
-    pool = words[words.bucket == bucket].sort_values('word', kind='stable')
-    used, roots = set(), [None] * len(needs)
-    for i in sorted(range(len(needs)), key=lambda i: (stable_hash('winodict-order', seed, bucket, needs[i][0]), i)):
-        template, tags = needs[i]
-        ok = [w for w, has in zip(pool.word, pool[list(tags)].notna().all(axis=1)) if has]
-        prefs = seeded_rng('winodict-root', seed, bucket, template).sample(ok, len(ok))
-        free = [w for w in prefs if w not in used] or prefs
-        if free:
-            roots[i] = free[0]
-            used.add(free[0])
-        if len(used) >= len(pool): used.clear()   # every word taken: start reusing
-    return roots
-
 # %% ../../nbs/12_winodict_build.ipynb #b9669fca
 def _is_raw(path, *parts) -> bool:
     try: return Path(path).resolve() == raw_path(*parts).resolve()
@@ -442,11 +426,6 @@ def analyse_pairs(pairs: list[tuple[dict, dict]], # from `pair_twins`
                              senses=tuple(r[1] for r in readings)))
         except Dropped as d: dropped += [drop_record(it, d.reason, d.detail) for it in pair]
     return kept, dropped
-
-# %% ../../nbs/12_winodict_build.ipynb #5ad47920
-RECORD_FIELDS = ('id', 'pair_id', 'source', 'bucket', 'pos', 'tag', 'lemma', 'word', 'form', 'original_form',
-                 'word_score', 'definition', 'synonym', 'synset', 'sentence', 'option1', 'option2', 'label',
-                 'original_sentence', 'line')
 
 # %% ../../nbs/12_winodict_build.ipynb #2bfd1025
 def twin_record(item: dict, span: tuple, tok: KeyToken, sense: dict, # a twin, its key span, token and sense

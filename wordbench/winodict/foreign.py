@@ -9,9 +9,10 @@ import pandas as pd
 from ..core import check_record
 from ..tasks import Option, register_task
 from .sources import load_foreign_words
-from .build import assign_roots, RECORD_FIELDS
+from .items import ITEM_SCHEMA
+from .words import assign_roots, synthetic_words
 from .prompts import substitute
-from .task import ITEM_SCHEMA, WinoDictTask
+from .task import WinoDictTask
 
 # %% auto #0
 __all__ = ['FOREIGN_SOURCE', 'FOREIGN_VARIANTS', 'FOREIGN', 'foreign_tag', 'concept_ids', 'balanced_options', 'foreign_base',
@@ -85,9 +86,7 @@ def foreign_items(rows: pd.DataFrame|None=None, # `load_foreign_words()` rows; d
                   balance: bool=True, # swap the options of every second example
                   words_seed: int=1, n_draws: int=3000) -> list[dict]:
     "The foreign-inspired examples as WinoDict records: one per example and word set, validated."
-    if words is None:
-        from wordbench.winodict.words import synthetic_words
-        words = synthetic_words(words_seed, n_draws)
+    if words is None: words = synthetic_words(words_seed, n_draws)
     base, out = foreign_base(rows, balance), []
     concepts = list(dict.fromkeys(r['pair_id'] for r in base))
     tags = {c: tuple(sorted({r['tag'] for r in base if r['pair_id'] == c})) for c in concepts}

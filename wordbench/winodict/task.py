@@ -6,43 +6,24 @@
 from __future__ import annotations
 import functools
 from collections import Counter
-from pathlib import Path
 import weakref
 from typing import Sequence
 import pandas as pd
 from fastcore.basics import patch
-from ..core import project_root, read_jsonl, check_record, hash_sample
+from ..core import hash_sample
 from ..lm import LMFailure, LoglikelihoodRequest
 from ..choices import decide
 from ..results import ResultSchema
 from ..stats import accuracy_table
 from ..tasks import Task, Setting, Job, Option, register_task
+from .items import load_items
+from .items import BUILD_COMMAND, default_dataset  # re-exported for the templates
 from .prompts import (get_strategy, applies, needs, select_shots, query_parts, STRATEGIES,
                                         TABLE2_STRATEGIES)
 
 # %% auto #0
-__all__ = ['ITEM_SCHEMA', 'BUILD_COMMAND', 'WINODICT_SCHEMA', 'WINODICT', 'default_dataset', 'load_items', 'limit_items',
-           'sample_pairs', 'token_counter', 'WinoDictTask', 'once_per_twin', 'winodict_accuracy']
-
-# %% ../../nbs/14_winodict_task.ipynb #c8fbbdc2
-ITEM_SCHEMA = dict(id=str, pair_id=str, source=str, pos=str, tag=str, lemma=str, word=str, form=str, bucket=str,
-                   word_score=(int, float), definition=str, sentence=str, option1=str, option2=str, label=int,
-                   original_sentence=str)
-
-# %% ../../nbs/14_winodict_task.ipynb #1a2b3c4d
-BUILD_COMMAND = 'wordbench build winodict'
-
-# %% ../../nbs/14_winodict_task.ipynb #2b3c4d5e
-def default_dataset() -> Path:
-    "The built WinoDict dataset in the checkout."
-    return project_root()/'data'/'winodict'/'winodict.jsonl'
-
-# %% ../../nbs/14_winodict_task.ipynb #3c4d5e6f
-def load_items(path=None) -> list[dict]: # a WinoDict JSONL file; default `default_dataset()`
-    "Validated WinoDict records, in file order."
-    path = Path(path or default_dataset())
-    if not path.exists(): raise FileNotFoundError(f'no WinoDict dataset at {path}; build it with `{BUILD_COMMAND}`')
-    return [check_record(r, ITEM_SCHEMA, path, i) for i, r in read_jsonl(path)]
+__all__ = ['WINODICT_SCHEMA', 'WINODICT', 'limit_items', 'sample_pairs', 'token_counter', 'WinoDictTask', 'once_per_twin',
+           'winodict_accuracy']
 
 # %% ../../nbs/14_winodict_task.ipynb #bf205236
 def limit_items(items: list[dict], limit: int|None) -> list[dict]:

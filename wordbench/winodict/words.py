@@ -16,8 +16,9 @@ from ..core import cache_dir, seeded_rng, stable_hash
 __all__ = ['BOS', 'EOS', 'SCORE_RANGE', 'N_BUCKETS', 'LEARNED_TAGS', 'TAGS', 'VOWELS', 'LetterModel', 'train_letter_model',
            'save_letter_model', 'load_letter_model', 'letter_model', 'score_word', 'sample_word', 'score_bucket',
            'draw_candidates', 'suffix_edit', 'inflect', 'learn_suffix_rules', 'inflection_pairs', 'learned_rules',
-           'graded', 'degree_forms', 'inflect_all', 'word_candidates', 'synthetic_words', 'released_words',
-           'released_rules', 'score_conventions', 'rule_agreement', 'words_vs_released', 'plot_words_vs_released']
+           'graded', 'degree_forms', 'inflect_all', 'word_candidates', 'synthetic_words', 'assign_roots',
+           'released_words', 'released_rules', 'score_conventions', 'rule_agreement', 'words_vs_released',
+           'plot_words_vs_released']
 
 # %% ../../nbs/11_winodict_words.ipynb #6a445ec4
 BOS = '<s>'
@@ -273,6 +274,24 @@ def synthetic_words(seed: int=1, n_draws: int=3000) -> pd.DataFrame:
     "The kept synthetic words: word, score, bucket and one column per Penn tag in `TAGS`, in draw order."
     c = word_candidates(seed, n_draws)
     return c[c.status == 'ok'][['word', 'score', 'bucket', *TAGS]].reset_index(drop=True)
+
+# %% ../../nbs/11_winodict_words.ipynb #ef0a60aa
+def assign_roots(needs: list[tuple[str, tuple]], # per pair: (template, the Penn tags its twins need)
+                 words: pd.DataFrame, # synthetic words: word, bucket and a column per tag
+                 bucket: str, seed: int) -> list[str|None]:
+    "One root per pair from `bucket`, chosen by an RNG keyed on (seed, bucket, template), distinct while words last."
+    pool = words[words.bucket == bucket].sort_values('word', kind='stable')
+    used, roots = set(), [None] * len(needs)
+    for i in sorted(range(len(needs)), key=lambda i: (stable_hash('winodict-order', seed, bucket, needs[i][0]), i)):
+        template, tags = needs[i]
+        ok = [w for w, has in zip(pool.word, pool[list(tags)].notna().all(axis=1)) if has]
+        prefs = seeded_rng('winodict-root', seed, bucket, template).sample(ok, len(ok))
+        free = [w for w in prefs if w not in used] or prefs
+        if free:
+            roots[i] = free[0]
+            used.add(free[0])
+        if len(used) >= len(pool): used.clear()   # every word taken: start reusing
+    return roots
 
 # %% ../../nbs/11_winodict_words.ipynb #914078c9
 def released_words() -> pd.DataFrame:
