@@ -96,11 +96,11 @@ def recompute(task: Task, # the task
         i = next((i for i, (settings, items, _) in enumerate(sources) if s in settings and k in items), None)
         if i is None: skipped += 1
         else: jobs.setdefault((i, s), []).append(sources[i][1][k])
-    frames = []
+    frames, asked = [], task.for_lm(lm)   # the task as this model sees it, once
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for (i, s), items in jobs.items():
-            frames.append(run_task(task, lm, [s], items, sources[i][2], model=model, progress=False))
+            frames.append(run_task(asked, lm, [s], items, sources[i][2], model=model, progress=False, adapted=True))
     return (pd.concat(frames, ignore_index=True) if frames else rows.iloc[:0]), skipped
 
 # %% ../nbs/06a_verify.ipynb #6fc689b2

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from ..export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
 from .prompts import get_strategy, query_parts
-from .task import load_items
+from .items import load_items
 
 # %% auto #0
 __all__ = ['WORD_SET_STRATEGY', 'ORIGINAL_STRATEGY', 'ORIGINAL_FIELDS', 'WINODICT_CITATION', 'WINODICT_EXPORT',
