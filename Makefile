@@ -12,9 +12,9 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # compiled to bytecode as pip does: with PYTHONDONTWRITEBYTECODE set, every process would otherwise recompile its imports
 UV_VERSION := 0.9.30
 # test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
-DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly
+DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly|ruff
 
-.PHONY: figures data results exports benchmark test verify test-env setup env resources wordnet-system doctor check-sync lock
+.PHONY: figures data results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
 # (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
@@ -53,8 +53,11 @@ benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval pa
 # pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints
 # the seed, and `make test PYTEST_ARGS=--randomly-seed=N` replays that order
 PYTEST_ARGS ?=
-test: setup test-env               ## every notebook under nbval, plus tests/, in a random order
+test: setup test-env lint          ## ruff, then every notebook under nbval, plus tests/, in a random order
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider $(PYTEST_ARGS) nbs tests
+
+lint: test-env                     ## ruff on the notebooks, tests and package (rules in pyproject.toml)
+	$(BIN)/ruff check nbs tests wordbench
 
 verify: env resources              ## recompute a seeded sample of every committed results file here and compare
 	$(BIN)/wordbench verify --grid $(GRID) --strategy-models $(STRATEGY_MODELS)
