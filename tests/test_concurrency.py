@@ -1,6 +1,6 @@
 """Runs that overlap lose nothing: concurrent `wordbench eval` processes merging into one results file, and
 concurrent `wordbench score` processes sharing one SQLite response cache."""
-import json, os, sqlite3, subprocess, sys, time
+import json, os, sqlite3, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import pytest

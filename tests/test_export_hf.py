@@ -1,5 +1,4 @@
 "`wordbench export hf`: every registered export is written and every config loads offline with `datasets`."
-import pytest
 
 
 def test_every_config_loads(hf_dir):
@@ -39,7 +38,8 @@ def test_ids_join_results(hf_dir):
     sub = wd[wd.bucket == 'prob3_of_5']
     assert len(sub) and sub.id.isin(ex.id).all()
     nt = pd.read_csv(res/'newterm-coma-ll_smollm2-135m.csv.gz', usecols=['id', 'year'], dtype=str)
-    ex = pd.concat(datasets.load_dataset(str(hf_dir/'newterm'), f'COMA_{y}_raw')['test'].to_pandas() for y in (2022, 2023))
+    ex = pd.concat(datasets.load_dataset(str(hf_dir/'newterm'), f'COMA_{y}_raw')['test'].to_pandas()
+                   for y in (2022, 2023))
     assert nt.id.isin(ex.id).all()
     for task, name, config, split in (('probes-cloze', 'probes', None, 'test'), ('wscplus', 'wscplus', 'all', None)):
         r = pd.read_csv(res/f'{task}_smollm2-135m.csv.gz', usecols=['id'], dtype=str)

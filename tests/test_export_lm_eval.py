@@ -1,5 +1,4 @@
 "`wordbench export lm-eval`: every task folder loads in lm-eval 0.4.13 (TaskManager + each task) and builds requests."
-import pytest
 
 
 def _requests(task, n=3):
@@ -50,7 +49,8 @@ def test_filters_parse_as_wordbench(lm_eval_dir):
     res = project_root()/'data'/'results'
     t = tm.load_task_or_group(['newterm_coma_2022_gen', 'newterm_csj_2022_gen', 'wscplus_generated'])
     for name, csv, key in (('newterm_coma_2022_gen', 'newterm-coma', 'pred'),
-                           ('newterm_csj_2022_gen', 'newterm-csj', 'pred'), ('wscplus_generated', 'wscplus', 'paper_pred')):
+                           ('newterm_csj_2022_gen', 'newterm-csj', 'pred'),
+                           ('wscplus_generated', 'wscplus', 'paper_pred')):
         task = t[name]
         docs = {d['id']: d for d in task.eval_docs}
         r = pd.read_csv(res/f'{csv}_smollm2-135m.csv.gz', dtype=str, keep_default_na=False)

@@ -1,14 +1,15 @@
 """Cross-check of `probes-cloze` with the psycholinguists' scorer, minicons: on a sample of probe sentences and both
 local models, the target's next-token rank and the whole word's log-probability agree (ranks equal, log-probs within
 `SCORE_TOLERANCE`, the measured bound of float noise between CPUs and batchings: minicons pads its batch, wordbench
-does not, and on an Intel Xeon the two differed by 5.6e-4). Needs `minicons==0.3.39` (requirements-dev.lock, installed by `make test`); skipped, with that message, where
-it is not installed, and a failure where CI is set."""
+does not, and on an Intel Xeon the two differed by 5.6e-4). Needs `minicons==0.3.39` (requirements-dev.lock,
+installed by `make test`); skipped, with that message, where it is not installed, and a failure where CI is set."""
 import os, warnings
 import pytest
 
-try: import minicons
+try: import minicons  # noqa: F401  (only whether it is installed)
 except ImportError as e:
-    if os.environ.get('CI'): raise RuntimeError('minicons is missing in CI: make test installs requirements-dev.lock') from e
+    if os.environ.get('CI'):
+        raise RuntimeError('minicons is missing in CI: make test installs requirements-dev.lock') from e
     pytest.skip('minicons is not installed: pip install minicons==0.3.39', allow_module_level=True)
 
 

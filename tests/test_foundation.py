@@ -2,7 +2,6 @@
 import os, subprocess, sys
 from pathlib import Path
 import pytest
-from wordbench.core import project_root
 
 BIN = Path(sys.executable).parent
 
@@ -23,7 +22,8 @@ def test_spacy_parses_a_sentence():
 def test_smollm2_prefers_the_grammatical_sentence():
     from wordbench.lm import get_lm, LoglikelihoodRequest
     lm = get_lm('hf', 'smollm2-135m')
-    good, bad = lm.loglikelihood([LoglikelihoodRequest('The', ' cat sat on the mat.'), LoglikelihoodRequest('The', ' cat sat mat the on.')])
+    good, bad = lm.loglikelihood([LoglikelihoodRequest('The', ' cat sat on the mat.'),
+                                  LoglikelihoodRequest('The', ' cat sat mat the on.')])
     assert good[0] > bad[0], (good, bad)
 
 
@@ -47,9 +47,10 @@ def test_doctor_finds_every_resource():
 
 
 def test_regenerate_writes_table_and_figure(tmp_path):
-    out = subprocess.run([BIN/'wordbench', 'regenerate', 'raw_sources', '--out', str(tmp_path)], capture_output=True, text=True)
+    out = subprocess.run([BIN/'wordbench', 'regenerate', 'raw_sources', '--out', str(tmp_path)],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert {p.name for p in tmp_path.iterdir()} >= {'raw_sources.csv', 'raw_sources.md', 'raw_sources.png', 'raw_sources.svg'}
+    assert {p.name for p in tmp_path.iterdir()} >= {f'raw_sources.{ext}' for ext in ('csv', 'md', 'png', 'svg')}
     assert 'winogrande/dev' in (tmp_path/'raw_sources.csv').read_text()
 
 
@@ -65,13 +66,16 @@ def test_help_lists_registered_tasks_and_builders():
 @pytest.mark.parametrize('args,expected', [
     (['eval', 'winodict', '--model', 'no-such-org/no-such-model', '--pairs', '1', '--shots', '0', '--no-cache'],
      "unknown model 'no-such-org/no-such-model'"),
-    (['eval', 'winodict', '--model', './nowhere', '--pairs', '1', '--shots', '0', '--no-cache'], "unknown model './nowhere'"),
-    (['eval', 'winodict-foreign', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--dtype', 'bfloat16'],
+    (['eval', 'winodict', '--model', './nowhere', '--pairs', '1', '--shots', '0', '--no-cache'],
+     "unknown model './nowhere'"),
+    (['eval', 'winodict-foreign', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1',
+      '--dtype', 'bfloat16'],
      "backend 'openai' takes no option 'dtype'"),
 ])
 def test_user_errors_are_one_line(args, expected):
     "A mistake a user can make prints one line naming it, exits 2 and shows no traceback (unless --debug)."
-    out = subprocess.run([BIN/'wordbench', *args], capture_output=True, text=True, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    out = subprocess.run([BIN/'wordbench', *args], capture_output=True, text=True,
+                         env={**os.environ, 'HF_HUB_OFFLINE': '1'})
     assert out.returncode == 2, out.stderr[-2000:]
     errors = [l for l in out.stderr.splitlines() if l.startswith('wordbench: error:')]
     assert len(errors) == 1 and expected in errors[0], out.stderr[-2000:]

@@ -9,7 +9,7 @@ from wordbench.core import DataError
 from wordbench.score import read_score_requests
 from wordbench.winodict.sources import (load_foreign_words, load_morph_rules, load_winodict_words, load_winogrande,
                                         load_wsc)
-from wordbench.newterm.sources import NEWTERM_SCHEMAS, load_newterm
+from wordbench.newterm.sources import load_newterm
 from wordbench.probes.sources import load_neg_simp_categories, load_probe, load_probe_predictions
 from wordbench.wscplus.sources import WSCPLUS_COLUMNS, WSCPLUS_RESULT_COLUMNS, load_wscplus, load_wscplus_results
 

@@ -1,6 +1,5 @@
 "The NewTerm construction pipeline on scripted replies: released items round-trip, reruns are free, the CLI builds."
 import json, subprocess, sys
-from pathlib import Path
 import numpy as np
 import pytest
 from wordbench.core import stable_hash
@@ -66,8 +65,9 @@ def test_a_rerun_reads_every_reply_from_the_cache(tmp_path):
 
 
 def test_the_cli_builds_and_writes_a_funnel(tmp_path):
-    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'build', 'newterm', '--backend', 'dummy', '--model', 'toy',
-                        '--scorer', 'toy', '--scorer-backend', 'dummy', '--sample', '1', '--out', str(tmp_path)],
+    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'build', 'newterm', '--backend', 'dummy',
+                        '--model', 'toy', '--scorer', 'toy', '--scorer-backend', 'dummy', '--sample', '1',
+                        '--out', str(tmp_path)],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stdout)

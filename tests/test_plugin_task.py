@@ -20,7 +20,8 @@ REPORT = [
 
 
 def report_notebook(path):
-    nb = nbformat.v4.new_notebook(metadata={'kernelspec': {'name': 'python3', 'display_name': 'python3', 'language': 'python'}})
+    kernelspec = {'name': 'python3', 'display_name': 'python3', 'language': 'python'}
+    nb = nbformat.v4.new_notebook(metadata={'kernelspec': kernelspec})
     for kind, src, *tags in REPORT:
         cell = nbformat.v4.new_markdown_cell(src) if kind == 'markdown' else nbformat.v4.new_code_cell(src)
         if tags: cell.metadata['tags'] = tags[0]
@@ -37,21 +38,26 @@ def wordbench(*args, env):
 
 def test_external_task_end_to_end(tmp_path):
     env = {**os.environ, 'WORDBENCH_PLUGINS': str(PLUGIN), 'TINY_ITEMS': str(tmp_path/'items.jsonl'),
-           'TINY_NOTEBOOK': str(report_notebook(tmp_path/'tiny_arith_report.ipynb')), 'WORDBENCH_CACHE': str(tmp_path/'cache')}
+           'TINY_NOTEBOOK': str(report_notebook(tmp_path/'tiny_arith_report.ipynb')),
+           'WORDBENCH_CACHE': str(tmp_path/'cache')}
     assert 'tiny-arith' in wordbench('eval', '--help', env=env)
     assert 'tiny-arith' in wordbench('list', 'tasks', '--grid', 'cpu', env=env).split()
     wordbench('build', 'tiny-arith', '--n', '5', env=env)
     assert len((tmp_path/'items.jsonl').read_text().splitlines()) == 5
     for model in ('a', 'b'):
-        wordbench('eval', 'tiny-arith', '--model', model, '--backend', 'dummy', '--grid', 'cpu', '--out', tmp_path/'results', env=env)
+        wordbench('eval', 'tiny-arith', '--model', model, '--backend', 'dummy', '--grid', 'cpu',
+                  '--out', tmp_path/'results', env=env)
     res = pd.read_csv(tmp_path/'results'/'tiny-arith_a.csv.gz')
     assert len(res) == 4 * 2 and set(res.strategy) == {'plain', 'words'} and not res.failed.any()
-    assert list(res.columns[:10]) == ['task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed']
+    assert list(res.columns[:10]) == ['task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct',
+                                      'failed']
     first = (tmp_path/'results'/'tiny-arith_a.csv.gz').read_bytes()
-    wordbench('eval', 'tiny-arith', '--model', 'a', '--backend', 'dummy', '--grid', 'cpu', '--out', tmp_path/'results', env=env)
+    wordbench('eval', 'tiny-arith', '--model', 'a', '--backend', 'dummy', '--grid', 'cpu', '--out', tmp_path/'results',
+              env=env)
     assert (tmp_path/'results'/'tiny-arith_a.csv.gz').read_bytes() == first
     figs = tmp_path/'figs'
-    wordbench('regenerate', 'tiny_arith_report', '--models', 'a', 'b', '--results', tmp_path/'results', '--out', figs, env=env)
+    wordbench('regenerate', 'tiny_arith_report', '--models', 'a', 'b', '--results', tmp_path/'results', '--out', figs,
+              env=env)
     table = pd.read_csv(figs/'tiny_arith_report.csv')
     assert table.model.tolist() == ['a', 'a', 'b', 'b'] and (table.n_items == 4).all()
     assert (figs/'notebooks'/'tiny_arith_report.ipynb').exists()

@@ -1,6 +1,5 @@
 "End-to-end checks of the psycholinguistic probes through the command line: builders, the cloze task, broken files."
 import json
-from pathlib import Path
 import pandas as pd
 import pytest
 from wordbench.cli import main
@@ -46,7 +45,8 @@ def test_cloze_eval_dummy(tmp_path):
 
 def test_cloze_unknown_dataset(tmp_path):
     with pytest.raises(ValueError, match=r"unknown probe dataset\(s\) \['NEG-9'\]"):
-        run('eval', 'probes-cloze', '--backend', 'dummy', '--model', 'toy', '--out', tmp_path, '--no-cache', '--datasets', 'NEG-9')
+        run('eval', 'probes-cloze', '--backend', 'dummy', '--model', 'toy', '--out', tmp_path, '--no-cache',
+            '--datasets', 'NEG-9')
 
 
 def test_generate_dummy(tmp_path, monkeypatch):
@@ -75,7 +75,8 @@ def test_published_long_table_columns():
     "The committed figures/probes_published.csv has the columns the issue asks for, and every non-match says why."
     from wordbench.core import project_root
     p = project_root()/'figures'/'probes_published.csv'
-    if not p.exists(): pytest.skip('figures/probes_published.csv not generated yet (wordbench regenerate probes_published)')
+    if not p.exists():
+        pytest.skip('figures/probes_published.csv not generated yet (wordbench regenerate probes_published)')
     df = pd.read_csv(p, keep_default_na=False)
     assert {'dataset', 'model', 'rule', 'metric', 'value', 'n'} <= set(df.columns)
     assert set(df.metric) == {'top1', 'top5', 'top10', 'top20', 'sensitivity'}

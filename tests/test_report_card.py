@@ -2,7 +2,6 @@
 every section, a rerun byte-identical; and the committed cards of the default models are what the main job makes
 today from the committed results."""
 import os, subprocess, sys
-from pathlib import Path
 import pytest
 from wordbench.core import project_root
 from wordbench.cli import main

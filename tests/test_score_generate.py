@@ -34,7 +34,8 @@ def cached_rows(db):
 
 
 def test_generation_lines_round_trip(tmp_path):
-    lines = [{'id': 0, 'messages': [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}], 'max_tokens': 32},
+    lines = [{'id': 0, 'messages': [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}],
+              'max_tokens': 32},
              {'id': 1, 'prompt': 'A robin is a', 'max_tokens': 2},
              {'id': 2, 'prompt': 'A robin is a', 'max_tokens': 32, 'stop': ['answer'], 'temperature': 0.7, 'seed': 3},
              {'id': 3, 'context': 'A robin is a', 'continuation': ' bird'}]
@@ -55,8 +56,8 @@ def test_generation_lines_round_trip(tmp_path):
 
 def test_killed_generation_run_resumes(tmp_path):
     n = 1200
-    write_lines(tmp_path/'in.jsonl', [{'id': i, 'messages': [{'role': 'user', 'content': f'Question {i}?'}], 'max_tokens': 16, 'seed': i}
-                                      for i in range(n)])
+    write_lines(tmp_path/'in.jsonl', [{'id': i, 'messages': [{'role': 'user', 'content': f'Question {i}?'}],
+                                       'max_tokens': 16, 'seed': i} for i in range(n)])
     proc = score(tmp_path, '--backend-arg', 'delay=0.005', '--requests-per-call', '100', '--chunk-size', '50')
     deadline = time.time() + 120
     while cached_rows(tmp_path/'cache.sqlite') < n // 4:
@@ -98,8 +99,8 @@ def test_malformed_line_fails_before_the_model_loads(tmp_path, line, field):
 def test_hf_engine_from_a_file(tmp_path):
     "The real engine behind the command: smollm2-135m answers chat and raw lines; a second run is cached."
     lines = [{'messages': [{'role': 'user', 'content': 'What is the capital of France? One word.'}], 'max_tokens': 6},
-             {'messages': [{'role': 'user', 'content': 'What is the capital of France? Answer in one word.'}], 'max_tokens': 12,
-              'stop': '.'},
+             {'messages': [{'role': 'user', 'content': 'What is the capital of France? Answer in one word.'}],
+              'max_tokens': 12, 'stop': '.'},
              {'prompt': '1, 2, 3, 4,', 'max_tokens': 3}]
     write_lines(tmp_path/'in.jsonl', lines)
     proc = score(tmp_path, backend='hf', model='smollm2-135m')

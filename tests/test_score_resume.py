@@ -9,8 +9,10 @@ WORDBENCH = Path(sys.executable).parent/'wordbench'
 def run_scoring(tmp, delay):
     "`wordbench score` on the dummy backend (slowed by `delay` seconds a request), cached in `tmp`."
     cmd = [WORDBENCH, 'score', '--backend', 'dummy', '--model', 'resume-test', '--backend-arg', f'delay={delay}',
-           '--input', tmp/'in.jsonl', '--output', tmp/'out.jsonl', '--cache', tmp/'cache.sqlite', '--requests-per-call', '100', '--chunk-size', '50']
-    return subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True, env={**os.environ, 'WORDBENCH_CACHE': str(tmp/'wbcache')})
+           '--input', tmp/'in.jsonl', '--output', tmp/'out.jsonl', '--cache', tmp/'cache.sqlite',
+           '--requests-per-call', '100', '--chunk-size', '50']
+    return subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, 'WORDBENCH_CACHE': str(tmp/'wbcache')})
 
 
 def cached_rows(db):
@@ -29,14 +31,16 @@ def summary(stderr):
 
 def test_killed_run_resumes_from_cache(tmp_path):
     with open(tmp_path/'in.jsonl', 'w') as f:
-        for i in range(N): f.write(json.dumps({'id': i, 'context': f'Item {i} context', 'continuation': f' answer {i % 7}'}) + '\n')
+        for i in range(N):
+            f.write(json.dumps({'id': i, 'context': f'Item {i} context', 'continuation': f' answer {i % 7}'}) + '\n')
     proc = run_scoring(tmp_path, delay=0.004)          # 50-request chunks of ~0.2 s: the whole run takes ~8 s
     deadline = time.time() + 120
     while cached_rows(tmp_path/'cache.sqlite') < N // 4:
         assert proc.poll() is None, proc.stderr.read()
         assert time.time() < deadline, 'no progress'
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL); proc.wait()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
     kept = cached_rows(tmp_path/'cache.sqlite')
     assert N // 4 <= kept < N and kept % 50 == 0, kept   # whole chunks only
     assert not (tmp_path/'out.jsonl').exists()

@@ -1,6 +1,6 @@
-"End-to-end checks of the WinoDict build: reproducible to the byte, close to the paper's counts, honest about bad user rows."
+"""End-to-end checks of the WinoDict build: reproducible to the byte, close to the paper's counts, honest about bad
+user rows."""
 import json, os, subprocess, sys, warnings
-from pathlib import Path
 import pytest
 from wordbench.core import project_root
 
@@ -13,7 +13,8 @@ def two_full_builds(tmp_path_factory):
     "Two full builds (WSC273 + WinoGrande dev, seed 1), run side by side in fresh processes with different hash seeds."
     dirs = [tmp_path_factory.mktemp(f'winodict{i}') for i in (1, 2)]
     procs = [subprocess.Popen([sys.executable, '-c', BUILD, str(d)], env={**os.environ, 'PYTHONHASHSEED': str(i)},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i, d in zip((1, 2), dirs)]
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i, d in zip((1, 2), dirs)]
     for p in procs:
         out, _ = p.communicate(timeout=600)
         assert p.returncode == 0, out[-3000:]
@@ -89,14 +90,18 @@ def test_user_winogrande_file_reports_bad_rows(tmp_path):
 
 def test_user_wsc_file_reports_bad_schemas(tmp_path):
     def schema(pron, word, key):
-        return (f'<schema><text><txt1>The trophy does not fit in the case because</txt1><pron>{pron}</pron><txt2>is too {word}.</txt2></text>'
-                f'<answers><answer>The trophy</answer><answer>The case</answer></answers><correctAnswer>{key}</correctAnswer></schema>\n')
+        return (f'<schema><text><txt1>The trophy does not fit in the case because</txt1><pron>{pron}</pron>'
+                f'<txt2>is too {word}.</txt2></text>'
+                f'<answers><answer>The trophy</answer><answer>The case</answer></answers>'
+                f'<correctAnswer>{key}</correctAnswer></schema>\n')
     src = tmp_path/'mine.xml'
-    src.write_text('<collection>\n' + schema('it', 'large', 'A') + schema('it', 'small', 'B') + schema('', 'big', 'A') + '</collection>\n', encoding='latin-1')
+    schemas = schema('it', 'large', 'A') + schema('it', 'small', 'B') + schema('', 'big', 'A')
+    src.write_text('<collection>\n' + schemas + '</collection>\n', encoding='latin-1')
     rep = _build(tmp_path/'out', wsc=src)
     assert rep['dropped_by_reason'] == {'malformed': 1}
     assert rep['by_source_pos'] == {'user': {'ADJ': 2, 'total': 2}}
     recs = [json.loads(l) for l in (tmp_path/'out'/'winodict.jsonl').read_text().splitlines()]
     first = recs[0]
     assert first['original_sentence'] == 'The trophy does not fit in the case because _ is too large.'
-    assert (first['option1'], first['option2'], first['label'], first['lemma']) == ('the trophy', 'the case', 0, 'large')
+    got = (first['option1'], first['option2'], first['label'], first['lemma'])
+    assert got == ('the trophy', 'the case', 0, 'large')

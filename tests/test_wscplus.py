@@ -1,8 +1,7 @@
 """End-to-end checks of WSC+: the derived split is a fresh build, the CLI runs the task and both builders, the published
 tables regenerate from the raw files, bad inputs name file, line and field, and the paper's prompt text never lands in
 the project."""
-import gzip, json, warnings
-from pathlib import Path
+import gzip, json
 import pandas as pd
 import pytest
 from wordbench.core import DataError, project_root
@@ -24,8 +23,8 @@ def test_committed_splits_are_a_fresh_build(tmp_path):
 
 
 def test_eval_cli_runs_every_protocol_and_reruns_to_the_same_bytes(tmp_path):
-    args = ['eval', 'wscplus', '--backend', 'dummy', '--model', 'toy', '--grid', 'cpu', '--n', '3', '--out', str(tmp_path),
-            '--no-cache']
+    args = ['eval', 'wscplus', '--backend', 'dummy', '--model', 'toy', '--grid', 'cpu', '--n', '3',
+            '--out', str(tmp_path), '--no-cache']
     assert main(args) == 0
     path = tmp_path/'wscplus_toy.csv.gz'
     first = path.read_bytes()
@@ -69,7 +68,8 @@ def test_malformed_inputs_name_file_line_and_field(tmp_path):
     from wordbench.wscplus.splits import load_splits
     row = 'Jo met Al. He left.,He,He left,"[\'Jo\', \'Al\']",{a},r,GPT4,{t}\n'
     bad = tmp_path/'w.csv'
-    bad.write_text(','.join(WSCPLUS_COLUMNS) + '\n' + row.format(a=0, t='Traditional') + row.format(a=2, t='Traditional'))
+    rows = row.format(a=0, t='Traditional') + row.format(a=2, t='Traditional')
+    bad.write_text(','.join(WSCPLUS_COLUMNS) + '\n' + rows)
     with pytest.raises(DataError, match=r"w\.csv:3: field 'answer': answer 2 does not fit type Traditional"):
         load_wscplus(bad)
     res = tmp_path/'r.csv'
@@ -90,7 +90,8 @@ def test_published_tables_regenerate_from_the_raw_files(tmp_path):
         assert (tmp_path/f).read_bytes() == (ROOT/'figures'/f).read_bytes(), f'figures/{f} is stale'
     long = pd.read_csv(tmp_path/'wscplus_published.csv')
     assert {'evaluator', 'generator', 'type', 'metric', 'correct', 'n', 'value'} <= set(long.columns)
-    gpt4 = long[(long.evaluator == 'GPT-4') & (long.generator == 'all') & (long.type == 'all') & (long.metric == 'accuracy')]
+    gpt4 = long[(long.evaluator == 'GPT-4') & (long.generator == 'all') & (long.type == 'all')
+                & (long.metric == 'accuracy')]
     assert (gpt4.correct.iloc[0], gpt4.n.iloc[0], gpt4.paper.iloc[0]) == (481, 700, 68.7)
 
 
@@ -103,7 +104,8 @@ def test_the_papers_toe_text_is_derived_never_stored():
     hits = []
     for p in ROOT.rglob('*'):
         if not p.is_file() or skip & set(p.relative_to(ROOT).parts) or p.stat().st_size > 20_000_000: continue
-        if p.name.endswith('.samples.jsonl.gz'): continue   # a run record's requests: git-ignored, local, like the cache
+        # a run record's requests: git-ignored, local, like the cache
+        if p.name.endswith('.samples.jsonl.gz'): continue
         data = p.read_bytes()
         if p.suffix == '.gz': data = gzip.decompress(data)
         body = data.decode('utf-8', errors='ignore')
@@ -175,7 +177,8 @@ def test_committed_replies_with_an_echo_are_proven_unchanged_or_listed():
     undecided = set()
     for m in ('smollm2-135m', 'gemma3-270m'):
         df = pd.read_csv(ROOT/'data'/'results'/f'wscplus_{m}.csv.gz', keep_default_na=False, na_values=[''])
-        for r in df[(df.protocol != 'score') & df.reply.fillna('').str.contains('[prompt echo:', regex=False)].itertuples():
+        echoed = df.reply.fillna('').str.contains('[prompt echo:', regex=False)
+        for r in df[(df.protocol != 'score') & echoed].itertuples():
             if getattr(r, 'prompt_format', '') == PRIMED: continue
             it = items[str(r.id)]
             prompt = '\n'.join(c for _, c in item_requests(it, r.strategy, shots, int(r.seed))[0].messages)
@@ -184,7 +187,8 @@ def test_committed_replies_with_an_echo_are_proven_unchanged_or_listed():
             else:
                 strict = {'digit_semicolon': 'answer', 'ambiguous_parse': 'failed', 'invalid_digit': 'failed'}
                 reps, states = [r.reply], [strict.get(r.rule, 'unparsed')]
-            if not all(_echo_cannot_matter(x, prompt, it['options'], s) for x, s in zip(reps, states) if re.search(_MARK, x)):
+            if not all(_echo_cannot_matter(x, prompt, it['options'], s)
+                       for x, s in zip(reps, states) if re.search(_MARK, x)):
                 undecided.add((m, r.strategy, int(r.id)))
     assert undecided == {('smollm2-135m', 'few-shot-sc3', i) for i in (1791, 1839, 2404, 2489, 266, 335, 732)} | {
         ('smollm2-135m', 'toe-paper', i) for i in (1231, 2022, 2404, 2489)}

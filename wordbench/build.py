@@ -6,12 +6,11 @@
 from __future__ import annotations
 import json, re, time
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
 import pandas as pd
-from .core import DataError, atomic_write, read_jsonl, stable_hash
+from .core import DataError, atomic_write, stable_hash
 from .lm import LM, LMFailure, Generation, GenerateRequest, get_lm
 from .stats import cohen_kappa, fleiss_kappa
 

@@ -4,8 +4,8 @@
 
 # %% ../nbs/09a_export.ipynb #91681a81
 from __future__ import annotations
-import json, os, re
-from dataclasses import dataclass, field
+import os, re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 from .seeds import paper_title
@@ -203,8 +203,8 @@ def export_lm_eval(names: Sequence[str]|None=None, # registered lm-eval export n
         (folder/f'_{name}.yaml').write_text(group_yaml(e, list(tasks)), encoding='utf-8')
         rel = os.path.relpath((hf/e.hf).resolve(), folder.resolve())
         (folder/'utils.py').write_text(utils_source(e, rel), encoding='utf-8')
-        (folder/'README.md').write_text(f'# {name} for lm-evaluation-harness\n\n{e.note}\n\nRun: `lm_eval --model hf '
-                                        f'--model_args pretrained=MODEL --include_path {out} --tasks {name}` (the group) '
+        run = f'lm_eval --model hf --model_args pretrained=MODEL --include_path {out} --tasks {name}'
+        (folder/'README.md').write_text(f'# {name} for lm-evaluation-harness\n\n{e.note}\n\nRun: `{run}` (the group) '
                                         f'or one task: {", ".join(tasks)}.\n', encoding='utf-8')
         paths.append(folder)
     return paths

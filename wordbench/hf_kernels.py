@@ -157,7 +157,7 @@ def internals_missing() -> list[str]:
 def _registry_missing() -> list[str]:
     "What `register_prefix_attention` needs from transformers' attention registry and does not find."
     try:
-        from transformers import AttentionInterface
+        from transformers import AttentionInterface  # noqa: F401  (the registry must exist)
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     except ImportError as e: return [f'transformers attention registry: {e} (register_prefix_attention)']
     if ALL_ATTENTION_FUNCTIONS.get(register_prefix_attention()) is not prefix_shared_attention:

@@ -8,7 +8,7 @@ import sys, copy, logging
 from dataclasses import dataclass
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation, register_backend
+from .lm import LM, GenerateRequest, Generation, register_backend
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix, transformers_identity,
                                  pad, chunks, topk_from_logprobs)
 from .hf_kernels import packing_available, with_packed_weights, with_attention, register_prefix_attention
@@ -179,7 +179,6 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
 @patch
 def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
     "Groups `(shared, members)`, each packed into one sequence, in right-padded batches longest first."
-    import torch
     packs = sorted(((pack_group([rows[i].x for i in ms], p), ms) for p, ms in groups), key=lambda t: -len(t[0][0]))
     for batch in chunks(packs, self.batch_size):
         width = len(batch[0][0][0])

@@ -5,7 +5,7 @@
 # %% ../nbs/03d_lm_mlm.ipynb #430cb3df
 from __future__ import annotations
 from fastcore.basics import patch
-from .lm import LM, register_backend, LoglikelihoodRequest, TopKRequest, TopK
+from .lm import LM, register_backend
 from .hf_common import (transformers_identity, move_trailing_space, pad, chunks, topk_from_logprobs,
                                  marks_word_start)
 

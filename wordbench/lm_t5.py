@@ -5,7 +5,7 @@
 # %% ../nbs/03f_lm_t5.ipynb #91413517
 from __future__ import annotations
 from fastcore.basics import patch
-from .lm import LM, register_backend, TopK
+from .lm import LM, register_backend
 from .hf_common import (transformers_identity, pad, chunks, topk_from_logprobs, word_initial_ids,
                                  marks_word_start)
 from .lm_mlm import fill_mask_placeholder

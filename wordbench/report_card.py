@@ -11,9 +11,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 from .core import Registry, project_root, atomic_write
-from .report import save_figure, save_table, chance_line, PALETTE
+from .report import save_figure, save_table, PALETTE
 from .stats import wilson_ci
-from .results import results_dir, results_path
+from .results import results_path
 from .tasks import TASKS
 
 # %% auto #0

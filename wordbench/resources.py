@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_resources.ipynb #43b089fb
 from __future__ import annotations
-import os, sys, shutil, json, importlib, importlib.util, importlib.metadata, functools, hashlib
+import os, shutil, json, importlib, importlib.util, importlib.metadata, functools, hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable

@@ -71,7 +71,8 @@ def git_hash(root=None) -> str|None: # a git checkout; default: the project
     try:
         run = lambda *a: subprocess.run(['git', '-C', str(root or project_root()), *a], capture_output=True, text=True,
                                         timeout=10, check=True).stdout.strip()
-        return run('rev-parse', '--short', 'HEAD') + ('-dirty' if run('status', '--porcelain', '--untracked-files=no') else '')
+        head, dirty = run('rev-parse', '--short', 'HEAD'), run('status', '--porcelain', '--untracked-files=no')
+        return head + ('-dirty' if dirty else '')
     except (OSError, subprocess.SubprocessError): return None
 
 # %% ../nbs/04a_run_record.ipynb #a66dcea6
@@ -184,5 +185,6 @@ def read_run_record(path) -> tuple[dict, list[dict]]: # a record written by `wri
     for k in RECORD_KEYS:
         if k not in record: raise DataError('missing', path, None, k)
     smp = record_paths(path.with_name(path.name.removesuffix('.json') + '.csv.gz'))[1]
-    samples = [json.loads(l) for l in gzip.decompress(smp.read_bytes()).decode('utf-8').splitlines()] if smp.exists() else []
+    if not smp.exists(): return record, []
+    samples = [json.loads(l) for l in gzip.decompress(smp.read_bytes()).decode('utf-8').splitlines()]
     return record, samples

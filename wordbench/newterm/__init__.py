@@ -5,9 +5,10 @@
 # %% ../../nbs/29_newterm.ipynb #f39e8018
 from __future__ import annotations
 from ..report import Analysis, register_analysis
-from ..tasks import Builder, Option, register_builder
-from . import sources, items, prompts, task, scores, errors, terms, build_prompts, build, export  # registers
-from . import paper  # registers the report cards
+from ..tasks import Builder, register_builder
+from . import sources, items, prompts, task, scores  # noqa: F401  (registers)
+from . import errors, terms, build_prompts, build, export  # noqa: F401  (registers)
+from . import paper  # noqa: F401  (registers the report cards)
 
 # %% auto #0
 __all__ = ['NEWTERM_PRESETS', 'NEWTERM_ANALYSES']

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 from ..seeds import apply_edits
 from .prompts import paper_prompt
-from ..prompts import LETTERS, lettered, word_tokens
+from ..prompts import LETTERS, word_tokens
 
 # %% auto #0
 __all__ = ['TERMS_SYSTEM', 'SENTENCES_SYSTEM', 'FILTER_SYSTEM', 'BUILD_PROMPTS', 'COMA_PHRASES', 'POSSESSIVES', 'quoted_list',

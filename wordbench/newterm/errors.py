@@ -4,7 +4,6 @@
 
 # %% ../../nbs/25_newterm_errors.ipynb #e17ddce1
 from __future__ import annotations
-from typing import Sequence
 import pandas as pd
 from ..core import stable_hash
 from ..prompts import LETTERS

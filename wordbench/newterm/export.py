@@ -74,15 +74,17 @@ def newterm_answers(resps, # lm-eval's responses: one list of replies per docume
 # %% ../../nbs/28a_newterm_export.ipynb #77a04584
 def _ll_spec() -> dict:
     return dict(output_type='multiple_choice', test_split='test', doc_to_text='ll_context', doc_to_choice='answers',
-                doc_to_target='answer_index', metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
+                doc_to_target='answer_index',
+                metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
                 metadata={'version': 1.0})
 
 def _gen_spec() -> dict:
     return dict(output_type='generate_until', test_split='test', description='system', doc_to_text='user',
                 doc_to_target='label',
                 generation_kwargs=dict(until=[], max_gen_toks=512, do_sample=False),
-                filter_list=[dict(name='authors-parse', filter=[dict(function='custom', filter_fn=fn('newterm_answers')),
-                                                                dict(function='take_first')])],
+                filter_list=[dict(name='authors-parse',
+                                  filter=[dict(function='custom', filter_fn=fn('newterm_answers')),
+                                          dict(function='take_first')])],
                 metric_list=[dict(metric='exact_match', aggregation='mean', higher_is_better=True)],
                 metadata={'version': 1.0})
 

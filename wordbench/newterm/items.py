@@ -4,7 +4,6 @@
 
 # %% ../../nbs/21_newterm_items.ipynb #99193bfd
 from __future__ import annotations
-from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import DataError, hash_sample

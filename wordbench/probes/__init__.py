@@ -6,8 +6,9 @@
 from __future__ import annotations
 from ..tasks import Builder, Option, builder_options, register_builder
 from ..report import Analysis, register_analysis
-from . import sources, items, published, paper, power, task, temp, generate, export  # registers sources, task
-from . import card  # registers the report card
+from . import sources, items, published, paper, power  # noqa: F401  (registers sources, task)
+from . import task, temp, generate, export  # noqa: F401  (registers sources, task)
+from . import card  # noqa: F401  (registers the report card)
 
 # %% auto #0
 __all__ = ['PROBES_ANALYSES']

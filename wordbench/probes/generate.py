@@ -4,7 +4,7 @@
 
 # %% ../../nbs/37_probes_generate.ipynb #6ae63299
 from __future__ import annotations
-import json, re
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +13,7 @@ import pandas as pd
 from ..core import project_root, seeded_rng, stable_hash, write_jsonl
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
-from ..lm import GenerateRequest, LMFailure, get_lm
+from ..lm import GenerateRequest, LMFailure
 from ..build import RunDir, open_lm
 from .items import probe_items
 

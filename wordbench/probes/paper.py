@@ -5,7 +5,6 @@
 # %% ../../nbs/33_probes_paper.ipynb #e2d289a8
 from __future__ import annotations
 import re
-import numpy as np
 import pandas as pd
 from .published import PUBLISHED_MODELS
 
@@ -237,8 +236,9 @@ def compare_with_paper(scores: pd.DataFrame, # `published_scores(...)` rows (onl
     check, status, cause, checked = [], [], [], []
     for r, fam in zip(df.itertuples(), family):
         s, known = cell_status(r.value, r.paper), known_cause(r.dataset, r.row, r.metric)
-        text = (ROUNDING_NOTES.get((r.dataset, fam), 'the paper truncates or rounds up') if s == 'rounding' else ''
-                ) if s in ('exact', 'rounding') else (known[1] if known else (r.note if isinstance(r.note, str) else ''))
+        if s == 'rounding': text = ROUNDING_NOTES.get((r.dataset, fam), 'the paper truncates or rounds up')
+        elif s == 'exact': text = ''
+        else: text = known[1] if known else (r.note if isinstance(r.note, str) else '')
         ok = _quotes_fit(text, by_row.get((r.dataset, r.row), ours.iloc[:0]))
         if s in ('exact', 'rounding'): st = 'stale' if known else s
         else: st = known[0] if known and ok and (known[0] != 'typo' or s == 'mismatch') else 'unexplained'

@@ -6,8 +6,9 @@
 from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
-from . import sources, words, build, prompts, task, foreign, export  # registers sources and tasks
-from . import paper  # registers the report card
+from . import sources, words, build, prompts  # noqa: F401  (registers sources and tasks)
+from . import task, foreign, export  # noqa: F401  (registers sources and tasks)
+from . import paper  # noqa: F401  (registers the report card)
 
 # %% auto #0
 __all__ = ['WINODICT_ANALYSES', 'build_dataset']

@@ -6,8 +6,9 @@
 from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
-from . import sources, splits, prompts, extract, task, metrics, generate, export  # registers sources and the task
-from . import paper  # registers the report card
+from . import sources, splits, prompts, extract  # noqa: F401  (registers sources and the task)
+from . import task, metrics, generate, export  # noqa: F401  (registers sources and the task)
+from . import paper  # noqa: F401  (registers the report card)
 
 # %% auto #0
 __all__ = ['WSCPLUS_PRESETS', 'WSCPLUS_ANALYSES', 'build_splits_dataset']

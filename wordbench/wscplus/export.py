@@ -25,7 +25,8 @@ SPLITS = {'validation': 'validation', 'test': 'test', 'few-shot': 'fewshot'}  # 
 def export_record(it: dict, shots: dict) -> dict:
     "`it` with the zero-shot template's generative prompt and scored context, and the answer as text."
     return dict(it, answer=str(it['label']), prompt_template=PROMPT_TEMPLATE,
-                prompt=build_eval_prompt(it, PROMPT_TEMPLATE, shots), score_context=score_context(it, PROMPT_TEMPLATE, shots))
+                prompt=build_eval_prompt(it, PROMPT_TEMPLATE, shots),
+                score_context=score_context(it, PROMPT_TEMPLATE, shots))
 
 # %% ../../nbs/47_wscplus_export.ipynb #5aafc546
 def wscplus_configs() -> list[HFConfig]:
@@ -73,7 +74,8 @@ def wscplus_tasks() -> dict:
     "`{task: (config, YAML keys)}`: scored, generated and self-consistency (5 samples) on the validation items."
     scored = dict(output_type='multiple_choice', test_split='validation', doc_to_text='score_context',
                   doc_to_choice=['0', '1', '2'], doc_to_target='label',
-                  metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)], metadata={'version': 1.0})
+                  metric_list=[dict(metric='acc', aggregation='mean', higher_is_better=True)],
+                  metadata={'version': 1.0})
     return {'wscplus_scored': ('all', scored), 'wscplus_generated': ('all', _generated()),
             'wscplus_generated_sc5': ('all', _generated(5))}
 

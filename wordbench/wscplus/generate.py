@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import project_root, raw_path, stable_hash
-from ..lm import GenerateRequest, LMFailure, get_lm
+from ..lm import GenerateRequest, LMFailure
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
 from ..build import RunDir, agreement, open_lm, read_annotations
 from ..build import annotation_sheet as blank_sheet
-from ..stats import cohen_kappa
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',

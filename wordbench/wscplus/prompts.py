@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from ..core import stable_hash
-from .sources import load_wscplus, load_wscplus_results, WSCPLUS_EVALUATORS
+from .sources import load_wscplus_results, WSCPLUS_EVALUATORS
 from ..seeds import checked_text
 
 # %% auto #0

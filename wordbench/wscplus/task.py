@@ -4,10 +4,9 @@
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c002
 from __future__ import annotations
-import copy, json, re
+import copy, json
 from dataclasses import replace
 from typing import NamedTuple
-import pandas as pd
 from fastcore.basics import patch
 from ..core import stable_hash
 from ..lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
@@ -19,7 +18,7 @@ from .splits import load_items
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context, primed_prompt
 from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
                                        self_consistency_vote)
-from ..prompts import ECHO_MIN, redact_echo
+from ..prompts import redact_echo
 
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
@@ -67,19 +66,19 @@ def sample_items(items: list[dict], # WSC+ items
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c00f
 WSCPLUS_SCHEMA = ResultSchema(
-    columns=('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed', 'invalid',
-             'template', 'protocol', 'prompt_format', 'k', 'temperature', 'type', 'generator', 'pair_id', 'copies_prompt_example',
-             'rule', 'taxonomy', 'paper_pred', 'paper_correct', 'lenient_pred', 'lenient_rule', 'lenient_correct',
-             'votes', 'finish_reason', 'prompt_tokens', 'completion_tokens', 'logprob0', 'logprob1', 'logprob2',
-             'prompt_hash', 'reply'),
+    columns=('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed',
+             'invalid', 'template', 'protocol', 'prompt_format', 'k', 'temperature', 'type', 'generator',
+             'pair_id', 'copies_prompt_example', 'rule', 'taxonomy', 'paper_pred', 'paper_correct',
+             'lenient_pred', 'lenient_rule', 'lenient_correct', 'votes', 'finish_reason', 'prompt_tokens',
+             'completion_tokens', 'logprob0', 'logprob1', 'logprob2', 'prompt_hash', 'reply'),
     key=('model', 'strategy', 'shots', 'seed', 'id'),
     dtypes={'pred': 'Int64', 'correct': 'Int64', 'failed': bool, 'invalid': bool, 'shots': int, 'seed': int,
             'label': int, 'k': int, 'temperature': float, 'paper_pred': 'Int64', 'paper_correct': 'Int64',
             'lenient_pred': 'Int64', 'lenient_correct': 'Int64', 'prompt_tokens': 'Int64', 'completion_tokens': 'Int64',
             'pair_id': int,
             'copies_prompt_example': bool},
-    text=('id', 'model', 'strategy', 'template', 'protocol', 'prompt_format', 'type', 'generator', 'rule', 'taxonomy', 'lenient_rule',
-          'votes', 'finish_reason', 'prompt_hash', 'reply'),
+    text=('id', 'model', 'strategy', 'template', 'protocol', 'prompt_format', 'type', 'generator', 'rule', 'taxonomy',
+          'lenient_rule', 'votes', 'finish_reason', 'prompt_hash', 'reply'),
     parsed=True)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c04a
@@ -213,7 +212,8 @@ def row(self: WSCPlusTask, item, setting, requests, responses, lm) -> dict:
     st, first = parse_strategy(setting.strategy), requests[0]
     answer = answer_row(item, setting.strategy, responses)
     text = first.context if st.protocol == 'score' else first.prompt or first.messages[0][1]
-    asked = getattr(first, 'prompt', None) or '\n'.join(c for _, c in getattr(first, 'messages', ()))   # what a reply may echo
+    # what a reply may echo
+    asked = getattr(first, 'prompt', None) or '\n'.join(c for _, c in getattr(first, 'messages', ()))
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
                 **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol,
                 prompt_format=prompt_format(first, responses), k=st.k,
