@@ -7,7 +7,8 @@ LLAMA_CPP_INSTALL = 'pip install "llama-cpp-python[server]==0.3.36"'
 def _missing(what: str, why) -> None:
     "Skip when an optional dependency is missing, but fail when the environment variable CI is set."
     msg = f'{what} is not available ({why}). Install it with: {LLAMA_CPP_INSTALL}'
-    if os.environ.get('CI'): pytest.fail(f'{msg}. CI is set, so a missing dependency is an error, not a skip.', pytrace=False)
+    if os.environ.get('CI'):
+        pytest.fail(f'{msg}. CI is set, so a missing dependency is an error, not a skip.', pytrace=False)
     pytest.skip(msg)
 
 @pytest.fixture(scope='session')

@@ -1,7 +1,6 @@
 """The `openai` backend speaking vLLM's completions protocol (token-id prompts, batches, `echo`, `prompt_logprobs`)
 against a local stand-in that answers with what a fixed-weight tiny Llama over SmolLM2's tokenizer computes: scores
 equal the `hf` backend's on the same model; a slow one-slot server computes every request once."""
-import threading, time
 import pytest
 from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure
 from fixtures.vllm_standin import StandIn
@@ -65,7 +64,8 @@ def test_slow_server_computes_each_request_once(smol):
     with StandIn(smol.model, smol.tokenizer, delay=0.6) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=1,
                     max_concurrency=3, timeout=0.2)
-        lm.endpoint = lm.endpoint.learn(prompt_logprobs='echo')   # probed elsewhere; here only the scoring requests count
+        # probed elsewhere; here only the scoring requests count
+        lm.endpoint = lm.endpoint.learn(prompt_logprobs='echo')
         out = lm.loglikelihood(reqs)
         bodies = list(srv.bodies)
     assert not any(isinstance(o, LMFailure) for o in out), lm.failures

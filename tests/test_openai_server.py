@@ -17,7 +17,8 @@ def test_identity_has_no_key(llama_server, monkeypatch):
 
 def test_generate(lm):
     reqs = [GenerateRequest(messages=(('user', 'Name a colour.'),), max_tokens=12, seed=1),
-            GenerateRequest(messages=(('system', 'Answer in one word.'), ('user', 'What is 2+2?')), max_tokens=8, seed=2)]
+            GenerateRequest(messages=(('system', 'Answer in one word.'), ('user', 'What is 2+2?')), max_tokens=8,
+                            seed=2)]
     out = lm.generate(reqs)
     assert all(isinstance(o, Generation) and o.text.strip() and o.finish_reason in ('eos', 'length') for o in out), out
     assert all(o.prompt_format == 'server-chat' and o.prompt_tokens > 0 and o.completion_tokens > 0 for o in out), out
@@ -52,8 +53,9 @@ def _eval_wscplus(url, model, strategy, out):
     "`wordbench eval wscplus` on 3 items against the server: `(completed process, seconds)`."
     import os, subprocess, sys, time
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'eval', 'wscplus', '--model', model, '--backend', 'openai',
-                        '--base-url', url, '--strategies', strategy, '--n', '3', '--out', str(out), '--no-cache'],
+    p = subprocess.run([sys.executable, '-m', 'wordbench.cli', 'eval', 'wscplus', '--model', model,
+                        '--backend', 'openai', '--base-url', url, '--strategies', strategy, '--n', '3',
+                        '--out', str(out), '--no-cache'],
                        capture_output=True, text=True, timeout=300, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
     return p, time.monotonic() - t0
 

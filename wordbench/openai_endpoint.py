@@ -66,9 +66,11 @@ class LogprobAlignmentError(ServerError):
 
 # %% ../nbs/03b1_openai_endpoint.ipynb #d83bf648
 # servers refused by name for log-likelihoods: what is wrong with their prompt log-probs
-KNOWN_QUIRKS = {'llama-cpp-python': 'its echoed prompt log-probs are shifted by one token (abetlen/llama-cpp-python#1983), '
+KNOWN_QUIRKS = {'llama-cpp-python': 'its echoed prompt log-probs are shifted by one token '
+                                     '(abetlen/llama-cpp-python#1983), '
                                     'and computed so slowly that a long prompt takes minutes',
-                'llama.cpp': "llama-server returns no prompt log-probs (echo is not supported: ggml-org/llama.cpp#27174)"}
+                'llama.cpp': 'llama-server returns no prompt log-probs '
+                             '(echo is not supported: ggml-org/llama.cpp#27174)'}
 LOGPROB_FIX = ('score with a server whose prompt log-probs are right (vLLM, SGLang) or a local backend (--backend hf), '
                'or run only generative strategies on this endpoint')
 

@@ -5,7 +5,6 @@
 # %% ../nbs/03b_openai.ipynb #af7560eb
 from __future__ import annotations
 import os, sys, math, logging, threading, dataclasses
-from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 import openai, httpx
 from fastcore.basics import patch
@@ -15,8 +14,9 @@ from .core import UserError, ServerError
 from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
-from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_QUIRKS, LOGPROB_FIX, ALIGNMENT_PROMPTS,
-                              echo_tokens, alignment_candidates, prompt_positions, server_slots, server_kind)
+from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_QUIRKS, LOGPROB_FIX,
+                                       ALIGNMENT_PROMPTS, echo_tokens, alignment_candidates, prompt_positions,
+                                       server_slots, server_kind)
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'FATAL', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM']

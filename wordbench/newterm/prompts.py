@@ -9,7 +9,7 @@ from typing import Sequence
 from ..core import seeded_rng
 from ..lm import GenerateRequest, LoglikelihoodRequest
 from ..seeds import apply_edits, paper_quotes, seed_row
-from ..prompts import LETTERS, conversation, first_group, first_token_in, lettered, only_quoted, render_chat
+from ..prompts import LETTERS, conversation, first_group, first_token_in, lettered, only_quoted
 
 # %% auto #0
 __all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',

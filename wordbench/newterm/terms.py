@@ -4,7 +4,6 @@
 
 # %% ../../nbs/26_newterm_terms.ipynb #45654b64
 from __future__ import annotations
-from typing import Sequence
 import numpy as np
 import pandas as pd
 from ..stats import quartile_bins

@@ -10,7 +10,7 @@ from typing import Sequence
 from fastcore.basics import patch
 import numpy as np
 import pandas as pd
-from ..lm import LMFailure, LoglikelihoodRequest, TopK, TopKRequest
+from ..lm import LMFailure, LoglikelihoodRequest, TopKRequest
 from ..results import ResultSchema
 from ..tasks import Option, Task, register_task
 from .sources import PROBE_DATASETS

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/12_winodict_build.ipynb #95776385
 from __future__ import annotations
-import json, re, warnings
+import json, re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path

@@ -5,7 +5,6 @@
 # %% ../../nbs/14_winodict_task.ipynb #98b64a06
 from __future__ import annotations
 import functools
-from collections import Counter
 import weakref
 from typing import Sequence
 import pandas as pd
@@ -15,9 +14,8 @@ from ..lm import LMFailure, LoglikelihoodRequest
 from ..choices import decide
 from ..results import ResultSchema
 from ..stats import accuracy_table
-from ..tasks import Task, Setting, Job, Option, register_task
+from ..tasks import Task, Job, Option, register_task
 from .items import load_items
-from .items import BUILD_COMMAND, default_dataset  # re-exported for the templates
 from .prompts import (get_strategy, applies, needs, select_shots, query_parts, STRATEGIES,
                                         TABLE2_STRATEGIES)
 
