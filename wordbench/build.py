@@ -128,11 +128,12 @@ def open_lm(model: str, # a model for `get_lm`
             cache=True, # the response cache: True (default file), a path, or False (none)
             log=None, # a `CallLog` file (None: no log)
             stage: list|None=None, # the current stage's name, shared with the caller (logged per call)
-            chunk_size: int=256 # requests per committed chunk (a kill loses at most one chunk)
+            chunk_size: int=256, # requests per committed chunk (a kill loses at most one chunk)
+            options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
            ) -> LM:
-    "A builder's model: the backend, its calls logged, behind the response cache."
+    "A model as builders, `run_eval` and `wordbench score` open it: the backend, its calls logged, cached."
     from wordbench.cache import CachedLM
-    lm = get_lm(backend, model, **({'base_url': base_url} if base_url else {}))
+    lm = get_lm(backend, model, **{**(options or {}), **({'base_url': base_url} if base_url else {})})
     if log is not None: lm = CallLog(lm, log, stage)
     if not cache: return lm
     return CachedLM(lm, path=None if cache is True else cache, chunk_size=chunk_size)
