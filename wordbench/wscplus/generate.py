@@ -16,7 +16,6 @@ from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
 from ..build import RunDir, agreement, open_lm, read_annotations
 from ..build import annotation_sheet as blank_sheet
-from ..stats import cohen_kappa
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
