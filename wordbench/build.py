@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 import pandas as pd
 from .core import DataError, atomic_write, read_jsonl, stable_hash
-from .lm import LM, LMFailure, Generation, GenerateRequest, get_lm
+from .lm import CHAT_FALLBACK, LM, LMFailure, Generation, GenerateRequest, get_lm
 from .stats import cohen_kappa, fleiss_kappa
 
 # %% auto #0
@@ -67,14 +67,14 @@ def reasons(self: Funnel, categories: dict|None=None # our reason -> the paper's
 class ScriptedLM(LM):
     "Replays scripted replies keyed by (prompt kind, a string in the prompt); anything else goes to `fallback`."
     backend = 'scripted'
-    def __init__(self, script: dict, # (kind, key) -> a reply, a list of replies (in order), or request -> reply
+    def __init__(self, script: dict, # (kind, key) -> a reply (text, `LMFailure`), a list, or a function
                  kind: Callable=lambda r: None, # request -> its prompt kind (None: scripted under kind None)
                  fallback: LM|None=None, # answers unscripted requests (default: the dummy backend)
                  chat: bool=True): # what `supports_chat` says
         self.script, self.kind, self.seen = script, kind, {}
         self.fallback, self.supports_chat = fallback or get_lm('dummy', 'scripted'), chat
     def identity(self) -> str: return 'scripted:' + stable_hash(sorted(map(repr, self.script.items())))[:12]
-    def _reply(self, r: GenerateRequest) -> str|None:
+    def _reply(self, r: GenerateRequest) -> str|LMFailure|None:
         kind, text = self.kind(r), r.prompt if r.prompt is not None else '\n'.join(c for _, c in r.messages)
         keys = sorted((k for (kd, k) in self.script if kd == kind and k in text), key=len, reverse=True)
         if not keys: return None
@@ -88,8 +88,19 @@ class ScriptedLM(LM):
         self.counters['generate'] += len(requests)
         replies = [self._reply(r) for r in requests]
         rest = iter(self.fallback.generate([r for r, x in zip(requests, replies) if x is None]))
-        return [next(rest) if x is None else Generation(x, 'eos', 0, len(x.split())) for x in replies]
+        chat = 'chat-template' if self.supports_chat else CHAT_FALLBACK
+        fmt = lambda r: 'raw' if r.prompt is not None else chat
+        return [next(rest) if x is None else x if isinstance(x, LMFailure) else
+                Generation(x, 'eos', 0, len(x.split()), fmt(r)) for r, x in zip(requests, replies)]
     def loglikelihood(self, requests, progress=None) -> list: return self.fallback.loglikelihood(requests)
+
+# %% ../nbs/09c_build.ipynb #5c1d0a7f
+@patch(cls_method=True)
+def always(cls: ScriptedLM, reply, # one reply (text, `LMFailure`), a list (in order), or request -> reply
+           chat: bool=True # what `supports_chat` says
+          ) -> ScriptedLM:
+    "A scripted model that answers every request from `reply`."
+    return ScriptedLM({(None, ''): reply}, chat=chat)
 
 # %% ../nbs/09c_build.ipynb #2ba0095c
 class CallLog(LM):
