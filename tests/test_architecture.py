@@ -79,7 +79,7 @@ def test_the_graph_is_read():
 
 
 W = 'wordbench.'
-BUILDERS = {f'{W}{s}.build' for s in SYSTEMS} | {W + 'probes.generate', W + 'wscplus.generate'}
+BUILDERS = {f'{W}{s}.build' for s in SYSTEMS}
 TASK_MODULES = {f'{W}{s}.task' for s in SYSTEMS} | {W + 'winodict.foreign'}
 BACKENDS = {W + m for m in ('lm_hf', 'lm_mlm', 'lm_t5', 'openai_lm', 'hf_generate', 'hf_common', 'hf_kernels',
                             'openai_endpoint', 'servers')}

@@ -41,19 +41,12 @@ def test_eval_cli_runs_every_protocol_and_reruns_to_the_same_bytes(tmp_path):
 
 def test_generation_builder_counts_failures_and_keeps_good_objects(tmp_path):
     "A reply with one good and one broken object keeps one row and counts one failure; the CLI builder runs."
-    from wordbench.lm import LM, Generation
-    from wordbench.wscplus.generate import run_generation, generation_plan, known_statements
-
-    class OneReply(LM):
-        supports_chat = True
-        def identity(self): return 'one'
-        def generate(self, requests, progress=None):
-            good = json.dumps(dict(statement='Ann thanked Bea because she had helped.', pronoun='she',
-                                   snippet='she had helped', options=['Ann', 'Bea'], answer=1, reason='r'))
-            return [Generation(f'Pair 1.a:\n{good}\nPair 1.b:\n{{"statement": "broken", "answer": }}', 'eos', 9, 9)
-                    for _ in requests]
-
-    calls, objects, failures = run_generation(OneReply(), 'one', generation_plan(['toe'], ['wdq']), n_pairs=1,
+    from wordbench.build import ScriptedLM
+    from wordbench.wscplus.build import run_generation, generation_plan, known_statements
+    good = json.dumps(dict(statement='Ann thanked Bea because she had helped.', pronoun='she',
+                           snippet='she had helped', options=['Ann', 'Bea'], answer=1, reason='r'))
+    one_reply = ScriptedLM.always(f'Pair 1.a:\n{good}\nPair 1.b:\n{{"statement": "broken", "answer": }}')
+    calls, objects, failures = run_generation(one_reply, 'one', generation_plan(['toe'], ['wdq']), n_pairs=1,
                                               known=known_statements())
     assert (len(objects), len(failures), failures.reason.tolist()) == (1, 1, ['json_error'])
     assert main(['build', 'wscplus', '--backend', 'dummy', '--models', 'toy', '--templates', 'cot', '--queries', 'wdq',

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 import pandas as pd
 from .core import DataError, atomic_write, stable_hash
-from .lm import LM, LMFailure, Generation, GenerateRequest, get_lm
+from .lm import CHAT_FALLBACK, LM, LMFailure, Generation, GenerateRequest, get_lm
 from .stats import cohen_kappa, fleiss_kappa
 
 # %% auto #0
@@ -66,14 +66,14 @@ def reasons(self: Funnel, categories: dict|None=None # our reason -> the paper's
 class ScriptedLM(LM):
     "Replays scripted replies keyed by (prompt kind, a string in the prompt); anything else goes to `fallback`."
     backend = 'scripted'
-    def __init__(self, script: dict, # (kind, key) -> a reply, a list of replies (in order), or request -> reply
+    def __init__(self, script: dict, # (kind, key) -> a reply (text, `LMFailure`), a list, or a function
                  kind: Callable=lambda r: None, # request -> its prompt kind (None: scripted under kind None)
                  fallback: LM|None=None, # answers unscripted requests (default: the dummy backend)
                  chat: bool=True): # what `supports_chat` says
         self.script, self.kind, self.seen = script, kind, {}
         self.fallback, self.supports_chat = fallback or get_lm('dummy', 'scripted'), chat
     def identity(self) -> str: return 'scripted:' + stable_hash(sorted(map(repr, self.script.items())))[:12]
-    def _reply(self, r: GenerateRequest) -> str|None:
+    def _reply(self, r: GenerateRequest) -> str|LMFailure|None:
         kind, text = self.kind(r), r.prompt if r.prompt is not None else '\n'.join(c for _, c in r.messages)
         keys = sorted((k for (kd, k) in self.script if kd == kind and k in text), key=len, reverse=True)
         if not keys: return None
@@ -87,8 +87,19 @@ class ScriptedLM(LM):
         self.counters['generate'] += len(requests)
         replies = [self._reply(r) for r in requests]
         rest = iter(self.fallback.generate([r for r, x in zip(requests, replies) if x is None]))
-        return [next(rest) if x is None else Generation(x, 'eos', 0, len(x.split())) for x in replies]
+        chat = 'chat-template' if self.supports_chat else CHAT_FALLBACK
+        fmt = lambda r: 'raw' if r.prompt is not None else chat
+        return [next(rest) if x is None else x if isinstance(x, LMFailure) else
+                Generation(x, 'eos', 0, len(x.split()), fmt(r)) for r, x in zip(requests, replies)]
     def loglikelihood(self, requests, progress=None) -> list: return self.fallback.loglikelihood(requests)
+
+# %% ../nbs/09c_build.ipynb #5c1d0a7f
+@patch(cls_method=True)
+def always(cls: ScriptedLM, reply, # one reply (text, `LMFailure`), a list (in order), or request -> reply
+           chat: bool=True # what `supports_chat` says
+          ) -> ScriptedLM:
+    "A scripted model that answers every request from `reply`."
+    return ScriptedLM({(None, ''): reply}, chat=chat)
 
 # %% ../nbs/09c_build.ipynb #2ba0095c
 class CallLog(LM):
@@ -127,11 +138,12 @@ def open_lm(model: str, # a model for `get_lm`
             cache=True, # the response cache: True (default file), a path, or False (none)
             log=None, # a `CallLog` file (None: no log)
             stage: list|None=None, # the current stage's name, shared with the caller (logged per call)
-            chunk_size: int=256 # requests per committed chunk (a kill loses at most one chunk)
+            chunk_size: int=256, # requests per committed chunk (a kill loses at most one chunk)
+            options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
            ) -> LM:
-    "A builder's model: the backend, its calls logged, behind the response cache."
+    "A model as builders, `run_eval` and `wordbench score` open it: the backend, its calls logged, cached."
     from wordbench.cache import CachedLM
-    lm = get_lm(backend, model, **({'base_url': base_url} if base_url else {}))
+    lm = get_lm(backend, model, **{**(options or {}), **({'base_url': base_url} if base_url else {})})
     if log is not None: lm = CallLog(lm, log, stage)
     if not cache: return lm
     return CachedLM(lm, path=None if cache is True else cache, chunk_size=chunk_size)

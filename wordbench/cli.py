@@ -204,7 +204,8 @@ def _export_parser(sub):
         k = kinds.add_parser(kind, help=f'{what} (default into exports/{kind}/)')
         k.add_argument('names', nargs='*', metavar='NAME', help=f"exports (default: all: {' '.join(reg)})")
         k.add_argument('--out', default=None, help=f'parent folder (default: exports/{kind}/)')
-        if kind == 'lm-eval': k.add_argument('--hf', default=None, help='the Hugging Face exports (default: exports/hf/)')
+        if kind == 'lm-eval':
+            k.add_argument('--hf', default=None, help='the Hugging Face exports (default: exports/hf/)')
 
 # %% ../nbs/90_cli.ipynb #b02635ab
 def _export(a) -> int:
@@ -358,12 +359,11 @@ def _eval(a) -> int:
 # %% ../nbs/90_cli.ipynb #e4e7b374
 def _score(a) -> int:
     "`wordbench score ...`: answer a JSONL file of requests, cached and resumable."
-    from wordbench.lm import get_lm
-    from wordbench.cache import CachedLM
+    from wordbench.build import open_lm
     from wordbench.score import score_jsonl, read_score_requests
     read_score_requests(a.input)   # a malformed line is an error before any model loads
-    lm = get_lm(a.backend, a.model, **_lm_options(a))
-    if not a.no_cache: lm = CachedLM(lm, a.cache, chunk_size=a.chunk_size)
+    lm = open_lm(a.model, a.backend, cache=not a.no_cache and (a.cache or True), chunk_size=a.chunk_size,
+                 options=_lm_options(a))
     stats = score_jsonl(lm, a.input, a.output, batch_size=a.requests_per_call)
     if stats['failed']:
         raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(a.output)}); "

@@ -12,9 +12,10 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 import pandas as pd
 from fastcore.basics import patch
 from .core import Registry, UserError
-from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest, get_lm
+from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
+from .build import open_lm
 from .choices import score_choices
-from .results import ResultSchema, load_results, merge_results, read_results, results_path, write_results
+from .results import ResultSchema, load_results, results_path
 from .run_record import run_config, run_record, write_run_record
 from .results import update_results
 
@@ -189,7 +190,7 @@ def run_eval(task: str|Task, # a task or its registered name
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
-    "Evaluate `task` for each model, part by part, merging rows into `<task>_<model>.csv.gz` (+ a run record); the files."
+    "Evaluate `task` per model, part by part, rows merged into `<task>_<model>.csv.gz` (+ a run record); the files."
     task = TASKS[task] if isinstance(task, str) else task
     parts = []
     for part in grid_parts(task, grid, **options):
@@ -197,10 +198,7 @@ def run_eval(task: str|Task, # a task or its registered name
         parts.append((task.settings(**{k: v for k, v in part.items() if k in SETTING_OPTIONS}), *task.load(**load)))
     paths = []
     for m in [models] if isinstance(models, str) else models:
-        lm = get_lm(backend, m, **(lm_options or {}))
-        if cache:
-            from wordbench.cache import CachedLM
-            lm = CachedLM(lm, path=None if cache is True else cache)
+        lm = open_lm(m, backend, cache=cache, options=lm_options)
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
         for settings, items, pool in parts:
             res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin,

@@ -4,20 +4,18 @@
 
 # %% ../../nbs/28_newterm_build.ipynb #e8053646
 from __future__ import annotations
-import json, re, time
-from collections import Counter
+import re, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
-from ..core import UserError, hash_sample, project_root, read_jsonl, seeded_rng, stable_hash, write_jsonl
+from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash, write_jsonl
 from ..build import Funnel, RunDir, agreement, open_lm
 from ..build import ScriptedLM as SharedScriptedLM
-from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest, Generation, get_lm
+from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
-from .items import term_type
 from .prompts import DEDUCE_SYSTEM, DEDUCE_USER
 from .similarity import sentence_embedder
 from .terms import zipf_frequency

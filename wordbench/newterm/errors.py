@@ -10,7 +10,7 @@ from ..prompts import LETTERS
 from .scores import term_letter
 
 # %% auto #0
-__all__ = ['PROXY_REASONS', 'sample_failures', 'proxy_reason', 'proxy_basis', 'annotation_sheet']
+__all__ = ['PROXY_REASONS', 'sample_failures', 'proxy_reason', 'proxy_basis', 'error_sheet']
 
 # %% ../../nbs/25_newterm_errors.ipynb #f1fce69b
 def sample_failures(results: pd.DataFrame, # generative NewTerm rows of one or more tasks
@@ -58,10 +58,10 @@ def proxy_basis(task: str, # COMA, COST or CSJ
     return 'prediction' if task == 'COST' else 'masked re-query'
 
 # %% ../../nbs/25_newterm_errors.ipynb #8caafd84
-def annotation_sheet(sample: pd.DataFrame, # `sample_failures` rows
-                     items: dict, # id -> item (`wordbench.newterm.items.load_items`)
-                     masked: pd.DataFrame|None=None # the same model's masked COMA rows (optional)
-                    ) -> pd.DataFrame:
+def error_sheet(sample: pd.DataFrame, # `sample_failures` rows
+                items: dict, # id -> item (`wordbench.newterm.items.load_items`)
+                masked: pd.DataFrame|None=None # the same model's masked COMA rows (optional)
+               ) -> pd.DataFrame:
     "The sampled failures with their item, reply, proxy reason and an empty `reason` column."
     masked_pred = {} if masked is None else {(m, i, v): p for m, i, v, p in zip(masked.model, masked.id, masked.variant,
                                                                                masked.pred)}

@@ -9,7 +9,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
-from ..core import hash_sample
 from ..lm import LM, LMFailure, GenerateRequest
 from ..choices import decide
 from ..prompts import LETTERS, redact_echo
@@ -17,7 +16,7 @@ from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
-from .prompts import (STRATEGIES, ANSWER_FORMS, CSJ_WORDS, DEDUCE_SYSTEM, DEDUCE_USER,
+from .prompts import (STRATEGIES, DEDUCE_SYSTEM, DEDUCE_USER,
                                        choice_requests, generate_request, parse_reply, prompt_format, select_shots,
                                        split_strategy)
 from .similarity import meaning_similarity

@@ -16,6 +16,8 @@ from ..results import ResultSchema
 from ..stats import accuracy_table
 from ..tasks import Task, Job, Option, register_task
 from .items import load_items
+# re-exported for the analysis templates, which import them from here
+from .items import BUILD_COMMAND as BUILD_COMMAND, default_dataset as default_dataset
 from .prompts import (get_strategy, applies, needs, select_shots, query_parts, STRATEGIES,
                                         TABLE2_STRATEGIES)
 

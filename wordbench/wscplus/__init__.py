@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..tasks import Builder, Option, register_builder
 from ..report import Analysis, register_analysis
 from . import sources, splits, prompts, extract  # noqa: F401  (registers sources and the task)
-from . import task, metrics, generate, export  # noqa: F401  (registers sources and the task)
+from . import task, metrics, build, export  # noqa: F401  (registers sources and the task)
 from . import paper  # noqa: F401  (registers the report card)
 
 # %% auto #0
@@ -27,7 +27,7 @@ register_builder(Builder('wscplus-splits', build_splits_dataset, 'WSC+ split (va
 # %% ../../nbs/49_wscplus.ipynb #5161af2d
 WSCPLUS_PRESETS = {  # named settings of `wordbench build wscplus`
     'paper': dict(templates=['toe'], queries=['wdq'], pairs=3, calls=50, temperature='paper', max_tokens=768)}
-register_builder(Builder('wscplus', generate.build_generation, 'WSC+ generation: CoT / ToT / CoE / ToE x '
+register_builder(Builder('wscplus', build.build_generation, 'WSC+ generation: CoT / ToT / CoE / ToE x '
                          'WDQ / WIQ / ambiguous / offensive, parsed objects, automatic checks, yield table',
                          main=False, presets=WSCPLUS_PRESETS))
 
