@@ -77,7 +77,7 @@ class Task:
     grids: dict = {}               # named default grids: name -> list of parts (dicts of options)
     def load(self, **options) -> tuple[list[dict], list[dict]]: raise NotImplementedError
     def requests(self, item: dict, setting: Setting, pool: list[dict]) -> tuple|None: raise NotImplementedError
-    def row(self, item: dict, setting: Setting, requests: tuple, responses: list, lm: LM) -> dict:
+    def row(self, item: dict, setting: Setting, requests: tuple, responses: list) -> dict:
         raise NotImplementedError
     def skip_reason(self, strategy: str) -> str: return 'the setting does not apply to'
     def for_lm(self, lm: LM) -> Task: return self  # the task as it asks `lm` (a copy, where requests depend on it)
@@ -163,7 +163,7 @@ def run_task(task: Task, # a registered (or any) task
     rows = []
     for i, j in enumerate(jobs):
         responses = [answer[(i, r)] if isinstance(r, LoglikelihoodRequest) else answer[r] for r in j.requests]
-        row = task.row(j.item, j.setting, j.requests, responses, lm)
+        row = task.row(j.item, j.setting, j.requests, responses)
         rows.append({'task': task.name, 'model': model or lm.identity(), **row})
     return tidy(pd.DataFrame(rows, columns=list(task.schema.columns)), task.schema)
 

@@ -110,7 +110,7 @@ def said(request: GenerateRequest) -> str:
 
 # %% ../../nbs/23_newterm_task.ipynb #f26c2daa
 @patch
-def row(self: NewTermTask, it: dict, s, requests, responses, lm) -> dict:
+def row(self: NewTermTask, it: dict, s, requests, responses) -> dict:
     "The result row: the item, the reply (prompt echoes redacted), the parsed answer and how the reply ended."
     g = responses[0]
     failed = isinstance(g, LMFailure)
@@ -173,7 +173,7 @@ def _answer_labels(it: dict, strategy: str) -> list[str]:
     return ['False', 'True'] if it['task'] == 'CSJ' else list(LETTERS[:len(it['choices'])])
 
 @patch
-def row(self: NewTermChoiceTask, it: dict, s, requests, scores, lm) -> dict:
+def row(self: NewTermChoiceTask, it: dict, s, requests, scores) -> dict:
     "The result row: each answer's log-prob, the argmax, and the per-byte argmax."
     failed = any(isinstance(x, LMFailure) for x in scores)
     labels, lps = _answer_labels(it, s.strategy), [np.nan if failed else x[0] for x in scores]
@@ -234,7 +234,7 @@ class DeduceTask(Task):
 
 # %% ../../nbs/23_newterm_task.ipynb #6a6ba250
 @patch
-def row(self: DeduceTask, it: dict, s, requests, responses, lm) -> dict:
+def row(self: DeduceTask, it: dict, s, requests, responses) -> dict:
     "The guess and its similarity to the gold meaning (`correct` is not defined here: left empty)."
     g = responses[0]
     failed = isinstance(g, LMFailure)

@@ -119,7 +119,7 @@ def cloze_row(item: dict, # a probe item
 
 # %% ../../nbs/35_probes_task.ipynb #bbe82853
 @patch
-def row(self: ClozeTask, item, setting, requests, responses, lm) -> dict:
+def row(self: ClozeTask, item, setting, requests, responses) -> dict:
     "The result row of one sentence under a setting."
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
                 **cloze_row(item, setting.strategy, requests, responses))

@@ -4,8 +4,8 @@
 
 # %% ../../nbs/14_winodict_task.ipynb #98b64a06
 from __future__ import annotations
+import copy
 import functools
-import weakref
 from typing import Sequence
 import pandas as pd
 from fastcore.basics import patch
@@ -71,6 +71,7 @@ class WinoDictTask(Task):
     strategies, default_strategies = tuple(STRATEGIES), TABLE2_STRATEGIES
     default_shots, default_seeds = (0, 1, 5), (0, 1, 2)
     same_source = True   # shots only from the item's source
+    counts = None        # the asked model's memoised token counters (`token_counter`), set by `for_lm`
     options = {'dataset': Option('a WinoDict JSONL file (default: data/winodict/winodict.jsonl)'),
                'buckets': Option('word sets (default: all five)', nargs='+'),
                'pairs': Option('a stable pseudo-random subset of N twin pairs', int),
@@ -113,17 +114,18 @@ def jobs(self: WinoDictTask, items, settings, pool):
             yield Job(it, s, tuple(LoglikelihoodRequest(left + it[o], cont) for o in ('option1', 'option2')))
 
 # %% ../../nbs/14_winodict_task.ipynb #d868afa9
-_COUNTERS = weakref.WeakKeyDictionary()  # lm -> its memoised token counters
-
-def _counters(lm) -> tuple:
-    "Memoised token counters of `lm`."
-    if lm not in _COUNTERS: _COUNTERS[lm] = tuple(functools.lru_cache(maxsize=None)(f) for f in token_counter(lm))
-    return _COUNTERS[lm]
-
 @patch
-def row(self: WinoDictTask, it, s, requests, scores, lm) -> dict:
+def for_lm(self: WinoDictTask, lm) -> WinoDictTask:
+    "A copy of the task that counts tokens as `lm` does, each text once per run."
+    task = copy.copy(self)
+    task.counts = tuple(functools.lru_cache(maxsize=None)(f) for f in token_counter(lm))
+    return task
+
+# %% ../../nbs/14_winodict_task.ipynb #60912a2d
+@patch
+def row(self: WinoDictTask, it, s, requests, scores) -> dict:
     "One result row: the setting, the item's attributes, both options' scores, the prediction."
-    count, count_cont = _counters(lm)
+    count, count_cont = self.counts
     failed = any(isinstance(sc, LMFailure) for sc in scores)
     (lp1, n1), (lp2, n2) = [(float('nan') if failed else sc[0], count_cont(r)) for sc, r in zip(scores, requests)]
     pred = pd.NA if failed else decide(scores)

@@ -207,7 +207,7 @@ def prompt_format(request, # the first request of an item
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
 
 @patch
-def row(self: WSCPlusTask, item, setting, requests, responses, lm) -> dict:
+def row(self: WSCPlusTask, item, setting, requests, responses) -> dict:
     "One row: setting, item attributes, prompt format, the answer columns and a hash of the rendered template."
     st, first = parse_strategy(setting.strategy), requests[0]
     answer = answer_row(item, setting.strategy, responses)
