@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
 import pandas as pd
-from .core import DataError, atomic_write, stable_hash
+from .core import DataError, atomic_write, stable_hash, write_jsonl
 from .lm import CHAT_FALLBACK, LM, LMFailure, Generation, GenerateRequest, get_lm
 from .stats import cohen_kappa, fleiss_kappa
 
@@ -150,7 +150,7 @@ def open_lm(model: str, # a model for `get_lm`
 
 # %% ../nbs/09c_build.ipynb #ee4940d1
 class RunDir:
-    "A builder run's output folder: stage files to resume from, tables, the report and the calls log."
+    "A builder run's output folder: the stage files it resumes from and every artefact it writes."
     def __init__(self, out, # the output folder
                  key: str=''): # the run's settings hash: stage files of other settings are not reused
         self.out, self.key = Path(out), key
@@ -162,9 +162,9 @@ class RunDir:
     def table(self, name: str, df: pd.DataFrame, **kw) -> Path:
         "Write `df` as `<name>.csv` (atomically, '\\n' line ends)."
         return atomic_write(self.out/f'{name}.csv', df.to_csv(index=False, lineterminator='\n', **kw))
-    def report(self, report: dict, name: str='report.json', ascii: bool=False) -> Path:
+    def report(self, report: dict, name: str='report.json', ascii: bool=False, indent: int=1) -> Path:
         "Write the run's report as indented JSON (`ascii`: non-ASCII characters escaped)."
-        return atomic_write(self.out/name, json.dumps(report, indent=1, ensure_ascii=ascii) + '\n')
+        return atomic_write(self.out/name, json.dumps(report, indent=indent, ensure_ascii=ascii) + '\n')
     def finish(self):
         "Remove the stage files: the run is complete (a rerun recomputes from the response cache, with today's code)."
         import shutil
@@ -188,6 +188,19 @@ def stage(self: RunDir, name: str, # the stage's file name (unique in the run)
     data = dict(key=self.key, stage=name, funnel=funnel.state() if funnel is not None else [], rows=rows)
     atomic_write(path, json.dumps(data, ensure_ascii=False))
     return json.loads(json.dumps(rows))   # what a resumed run reads back (tuples become lists)
+
+# %% ../nbs/09c_build.ipynb #2df9af7a
+@patch
+def jsonl(self: RunDir, name: str, # the file's stem: `<name>.jsonl`
+          rows) -> Path: # dicts (or dataclasses), one a line
+    "Write `rows` as `<name>.jsonl` (UTF-8 JSON lines, atomically, '\\n' line ends)."
+    return write_jsonl(rows, self.out/f'{name}.jsonl')
+
+@patch
+def text(self: RunDir, name: str, # the file's name, with its extension
+         s: str) -> Path: # the content, written as given (UTF-8)
+    "Write `s` as the file `name` (atomically; line ends as given)."
+    return atomic_write(self.out/name, s)
 
 # %% ../nbs/09c_build.ipynb #fbee65da
 def annotation_sheet(rows: pd.DataFrame, # one row per item: the columns annotators see

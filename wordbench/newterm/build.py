@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
-from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash, write_jsonl
+from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash
 from ..build import Funnel, RunDir, agreement, open_lm
 from ..build import ScriptedLM as SharedScriptedLM
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
@@ -487,9 +487,9 @@ def build_newterm(terms=None, # a new_terms.jsonl-format file (default: the 2024
     p = Pipeline(gen, ppl, embed, seed=seed, max_tries=max_tries, max_tokens=max_tokens)
     enriched, built = run_pipeline(p, [{k: t[k] for k in ('term', 'meaning', 'type')} for t in chosen],
                                    tasks or BUILD_TASKS, related, per_type, run=run)
-    for task, items in built.items(): write_jsonl(release_rows(task, items), out/f'{task}.jsonl')
+    for task, items in built.items(): run.jsonl(task, release_rows(task, items))
     fields = ('term', 'meaning', 'type', 'guess', 'similarity', 'zipf', 'selected_type', 'related', 'generated_related')
-    write_jsonl([{k: t[k] for k in fields if k in t} for t in enriched], out/'new_terms.jsonl')
+    run.jsonl('new_terms', [{k: t[k] for k in fields if k in t} for t in enriched])
     funnel = p.funnel.table()
     run.table('funnel', funnel)
     report = dict(terms=str(terms or 'benchmark_2024/new_terms.jsonl'), sample_per_type=sample, per_type=per_type,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from ..core import project_root, seeded_rng, stable_hash, write_jsonl
+from ..core import project_root, seeded_rng, stable_hash
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
 from ..lm import GenerateRequest, LMFailure
@@ -357,9 +357,9 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
         from wordbench.resources import spacy_pipeline
         fates, kept = clean_role(ok, spacy_pipeline() if tagger_check else None)
     fates['completion'] = [ok[i]['prompt_id'] for i in fates.completion]
-    write_jsonl([stored_entry(c, setup.instruction) for c in log], out/f'{stem}.completions.jsonl')
+    run.jsonl(f'{stem}.completions', [stored_entry(c, setup.instruction) for c in log])
     run.table(f'{stem}.sentences', fates)
-    (out/f'{stem}.pairs.txt').write_text('\n'.join(f'{x},' for pair in kept for x in pair), encoding='utf-8')
+    run.text(f'{stem}.pairs.txt', '\n'.join(f'{x},' for pair in kept for x in pair))
     table = rejection_table(fates, kind)
     run.table(f'{stem}.rejections', table, float_format='%.2f')
     report = dict(kind=kind, model=model, backend=backend, identity=lm.identity(), prompts=prompts, seed=seed,

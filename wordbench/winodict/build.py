@@ -4,13 +4,13 @@
 
 # %% ../../nbs/12_winodict_build.ipynb #95776385
 from __future__ import annotations
-import json, re
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 import pandas as pd
-from ..core import (DataError, SkipLog, write_jsonl, record_provenance, raw_path,
-                            file_sha256, project_root)
+from ..core import DataError, SkipLog, record_provenance, raw_path, file_sha256, project_root
+from ..build import RunDir
 from ..data import read_jsonl_rows
 from .items import RECORD_FIELDS
 from .words import assign_roots
@@ -509,8 +509,8 @@ def build_winodict(out_dir=None, # folder for winodict.jsonl, dropped.jsonl, rep
     records, bad = winodict_records(kept, words, seed)
     dropped += bad
     report = winodict_report(records, dropped, sources, seed)
-    out = Path(out_dir) if out_dir is not None else project_root()/'data'/'winodict'
-    write_jsonl(records, out/'winodict.jsonl')
-    write_jsonl(dropped, out/'dropped.jsonl')
-    (out/'report.json').write_text(json.dumps(report, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
+    run = RunDir(out_dir if out_dir is not None else project_root()/'data'/'winodict')
+    run.jsonl('winodict', records)
+    run.jsonl('dropped', dropped)
+    run.report(report, indent=2)
     return report

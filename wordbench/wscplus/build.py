@@ -413,7 +413,7 @@ max_tokens {max_tokens}, temperature {temperature}). Files: `calls.csv` (one row
 prompt echoes redacted), `objects.csv` (parsed objects, pairs, automatic checks), `failures.csv` (objects
 that did not parse, by reason), `yield.csv`/`yield.md` (per model x template x query),
 `annotation_sheet.csv` (to be labelled valid / semi-valid / invalid by two annotators;
-`wordbench.wscplus.generate.annotation_agreement` reads it).
+`wordbench.wscplus.build.annotation_agreement` reads it).
 The checks are automatic proxies of validity, not validity.
 '''
 
@@ -462,10 +462,10 @@ def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # mo
     for name, df in (('calls', calls_df), ('objects', objects_df), ('failures', failures_df), ('yield', ytab),
                      ('annotation_sheet', annotation_sheet(objects_df) if len(objects_df) else objects_df)):
         run.table(name, df, float_format='%.4f')
-    (run.out/'yield.md').write_text(ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
+    run.text('yield.md', ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
     args = f"--models {' '.join(models)} --calls {calls} --pairs {pairs} --max-tokens {max_tokens}"
-    (run.out/'README.md').write_text(_README.format(args=args, n_calls=len(plan), n_pairs=pairs,
-                                                    max_tokens=max_tokens, temperature=temperature))
+    run.text('README.md', _README.format(args=args, n_calls=len(plan), n_pairs=pairs, max_tokens=max_tokens,
+                                         temperature=temperature))
     run.finish()
     return dict(calls=len(calls_df), objects=len(objects_df), failures=failures_df.reason.value_counts().to_dict()
                 if len(failures_df) else {}, passing=int(objects_df.passes_all.sum()) if len(objects_df) else 0,
