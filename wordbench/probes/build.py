@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 import pandas as pd
 from ..core import project_root, seeded_rng, stable_hash
 from ..seeds import paper_quotes, seed_line
@@ -20,8 +20,9 @@ from .items import probe_items
 # %% auto #0
 __all__ = ['PROBES_SEED', 'GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN',
            'PAPER_REJECTIONS', 'INSTRUCTION_MARK', 'GenerationSetup', 'paper_instruction', 'demo_pairs',
-           'generation_prompt', 'split_sentences', 'parse_neg', 'wordnet_check', 'clean_neg', 'parse_role',
-           'clean_role', 'rejection_table', 'released_as_completion', 'calibration', 'stored_entry', 'generate_dataset']
+           'generation_prompt', 'split_sentences', 'sentence_fates', 'parse_neg', 'wordnet_check', 'clean_neg',
+           'parse_role', 'clean_role', 'rejection_table', 'released_as_completion', 'calibration', 'stored_entry',
+           'generate_dataset']
 
 # %% ../../nbs/37_probes_build.ipynb #bd8c98a7
 @dataclass(frozen=True)
@@ -92,6 +93,20 @@ def split_sentences(completion: str, # the generated text
     while out and out[-1] == ('', 'empty') and completion.endswith('\n'): out.pop()   # the final line end closes a line
     if cut and out and out[-1][1] == '': out[-1] = (out[-1][0], 'partial')
     return out
+
+# %% ../../nbs/37_probes_build.ipynb #468e5a0c
+def sentence_fates(completions: Sequence[dict], # `{'completion': str, 'finish_reason': str}` each
+                   fates: Callable, # `(sentences, taken keys, kept pairs) -> {index: reason}`, appending kept pairs
+                   reasons: dict # reason -> the paper's category
+                  ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    "Every sentence with its fate (`completion`, `sentence`, `reason`, `category`) and the kept pairs."
+    taken, kept, rows = set(), [], []
+    for c, comp in enumerate(completions):
+        sents = split_sentences(comp['completion'], comp.get('finish_reason') == 'length')
+        fate = fates(sents, taken, kept)
+        rows += [dict(completion=c, sentence=t, reason=fate[j], category=reasons[fate[j]])
+                 for j, (t, _) in enumerate(sents)]
+    return pd.DataFrame(rows, columns=['completion', 'sentence', 'reason', 'category']), kept
 
 # %% ../../nbs/37_probes_build.ipynb #ba2b6e76
 GENERIC_OBJECTS = ('thing', 'object', 'item', 'entity', 'something', 'stuff')  # over-generic: "A toy is an object"
@@ -181,13 +196,8 @@ def clean_neg(completions: Sequence[dict], # `{'completion': str, 'finish_reason
              ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     "Every sentence with its fate (`completion`, `sentence`, `reason`, `category`) and the kept pairs."
     demos = {x.lower() for p in demo_pairs('neg-gen') for x in p} if demos is None else demos
-    kept_keys, kept, rows = set(), [], []
-    for c, comp in enumerate(completions):
-        sents = split_sentences(comp['completion'], comp.get('finish_reason') == 'length')
-        fate = _neg_fates(sents, demos, kept_keys, kept, wordnet)
-        rows += [dict(completion=c, sentence=t, reason=fate[j], category=NEG_REASONS[fate[j]])
-                 for j, (t, _) in enumerate(sents)]
-    return pd.DataFrame(rows, columns=['completion', 'sentence', 'reason', 'category']), kept
+    fates = lambda sents, taken, kept: _neg_fates(sents, demos, taken, kept, wordnet)
+    return sentence_fates(completions, fates, NEG_REASONS)
 
 # %% ../../nbs/37_probes_build.ipynb #016f2a2c
 ROLE_REASONS = {'kept': 'kept', 'empty': 'empty lines', 'duplicate': 'duplicates', 'demonstration echo': 'duplicates',
@@ -246,13 +256,8 @@ def clean_role(completions: Sequence[dict], # `{'completion': str, 'finish_reaso
               ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     "Every sentence with its fate (`completion`, `sentence`, `reason`, `category`) and the kept pairs."
     demos = {x.lower() for p in demo_pairs('role') for x in p} if demos is None else demos
-    taken, kept, rows = set(), [], []
-    for c, comp in enumerate(completions):
-        sents = split_sentences(comp['completion'], comp.get('finish_reason') == 'length')
-        fate = _role_fates(sents, demos, taken, kept, tagger)
-        rows += [dict(completion=c, sentence=t, reason=fate[j], category=ROLE_REASONS[fate[j]])
-                 for j, (t, _) in enumerate(sents)]
-    return pd.DataFrame(rows, columns=['completion', 'sentence', 'reason', 'category']), kept
+    fates = lambda sents, taken, kept: _role_fates(sents, demos, taken, kept, tagger)
+    return sentence_fates(completions, fates, ROLE_REASONS)
 
 # %% ../../nbs/37_probes_build.ipynb #d9563e42
 PAPER_REJECTIONS = {  # Appendix B: share of generated sentences (%) per category
