@@ -271,7 +271,7 @@ def _verify_parser(sub):
     v.set_defaults(func=_verify)
     v.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every registered one)')
     v.add_argument('--models', nargs='+', default=None, help='only these models (default: every committed one)')
-    v.add_argument('--sample', type=int, default=8, help='rows per results file (default 8)')
+    v.add_argument('--sample', type=int, default=4, help='rows per results file (default 4)')
     v.add_argument('--all', action='store_true', help='recompute every row (as long as the main job)')
     v.add_argument('--seed', type=int, default=0, help="the sample's seed")
     v.add_argument('--grid', default='cpu', help="the main job's grid (default cpu)")

@@ -107,7 +107,7 @@ def recompute(task: Task, # the task
 def verify_file(path, # a committed results file `<task>_<model>.csv.gz`
                 task: Task, # its task
                 lm, # the model (uncached)
-                n: int|None=8, # rows to recompute (None: all)
+                n: int|None=4, # rows to recompute (None: all)
                 seed: int=0, # the sample's seed
                 grids: Sequence[str]=('cpu',), # the grids that made it, in the order they ran
                 tolerance: float=SCORE_TOLERANCE # largest |difference| allowed in a score
@@ -124,7 +124,7 @@ def verify_file(path, # a committed results file `<task>_<model>.csv.gz`
 # %% ../nbs/06a_verify.ipynb #421a1c13
 def verify(tasks: Sequence[str]|None=None, # task names (default: every registered task)
            models: Sequence[str]|None=None, # model names (default: every model with a committed file)
-           n: int|None=8, # rows per file (None: all)
+           n: int|None=4, # rows per file (None: all)
            seed: int=0, # the sample's seed
            grid: str='cpu', # the main job's grid
            strategy_models: Sequence[str]=('smollm2-135m',), # models that also ran `<grid>-strategies`
