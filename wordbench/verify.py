@@ -14,8 +14,8 @@ from .results import ResultSchema, read_results, results_dir, write_results
 from .tasks import SETTING_OPTIONS, TASKS, Setting, Task, grid_parts, run_task
 
 # %% auto #0
-__all__ = ['SCORE_TOLERANCE', 'VECTOR_FLAGS', 'column_kinds', 'compare_results', 'sample_rows', 'grid_sources', 'recompute',
-           'verify_file', 'verify', 'verify_summary', 'cpu_summary']
+__all__ = ['SCORE_TOLERANCE', 'VECTOR_FLAGS', 'column_kinds', 'compare_results', 'sample_rows', 'item_key', 'grid_sources',
+           'recompute', 'verify_file', 'verify', 'verify_summary', 'cpu_summary']
 
 # %% ../nbs/06a_verify.ipynb #a049cdda
 SCORE_TOLERANCE = 5e-3  # nats (or score units): 3x the largest cross-CPU |difference| measured (1.6e-3)
@@ -67,12 +67,17 @@ def sample_rows(df: pd.DataFrame, # results rows
     picked = [i for layer in itertools.zip_longest(*groups) for i in layer if i is not None][:n]
     return df.loc[sorted(picked)]
 
+# %% ../nbs/06a_verify.ipynb #a5b22694
+def item_key(task: Task) -> list[str]:
+    "The key columns that come from the item (the rest name the model and the setting)."
+    return [c for c in task.schema.key if c not in ('model', 'strategy', 'shots', 'seed')]
+
 # %% ../nbs/06a_verify.ipynb #d90ca447
 def grid_sources(task: Task, # a registered task
                  grids: Sequence[str] # its grids in the order the main job ran them (unknown names are ignored)
                 ) -> list[tuple[set, dict, list]]:
     "Per grid part, last run first: `(settings, items by key, pool)`."
-    extra = [c for c in task.schema.key if c not in ('model', 'strategy', 'shots', 'seed')]
+    extra = item_key(task)
     out = []
     for g in [g for g in grids if g in task.grids]:
         for part in grid_parts(task, g):
@@ -89,7 +94,7 @@ def recompute(task: Task, # the task
               sources: list # `grid_sources(task, ...)`
              ) -> tuple[pd.DataFrame, int]:
     "The rows recomputed, one `run_task` call per part and setting; and how many no grid part makes."
-    extra = [c for c in task.schema.key if c not in ('model', 'strategy', 'shots', 'seed')]
+    extra = item_key(task)
     jobs, skipped = {}, 0
     for r in rows.itertuples(index=False):
         s, k = Setting(r.strategy, int(r.shots), int(r.seed)), tuple(str(getattr(r, c)) for c in extra)
@@ -110,12 +115,14 @@ def verify_file(path, # a committed results file `<task>_<model>.csv.gz`
                 n: int|None=4, # rows to recompute (None: all)
                 seed: int=0, # the sample's seed
                 grids: Sequence[str]=('cpu',), # the grids that made it, in the order they ran
-                tolerance: float=SCORE_TOLERANCE # largest |difference| allowed in a score
+                tolerance: float=SCORE_TOLERANCE, # largest |difference| allowed in a score
+                sources: list|None=None # `grid_sources(task, grids)` when the caller has it already
                ) -> pd.DataFrame:
     "The comparison table of one file (`compare_results`), with task, model, rows recomputed and rows skipped."
     committed = read_results(path, task.schema)
     model = str(committed.model.iloc[0]) if len(committed) else ''
-    new, skipped = recompute(task, lm, model, sample_rows(committed, n, seed), grid_sources(task, grids))
+    sources = grid_sources(task, grids) if sources is None else sources
+    new, skipped = recompute(task, lm, model, sample_rows(committed, n, seed), sources)
     with tempfile.TemporaryDirectory() as d:   # stored and read back as the committed rows were
         new = read_results(write_results(new, Path(d)/'new.csv.gz', task.schema), task.schema) if len(new) else new
     cmp = compare_results(committed, new, task.schema, tolerance)
@@ -135,7 +142,7 @@ def verify(tasks: Sequence[str]|None=None, # task names (default: every register
            log=print # progress lines (None: silent)
           ) -> pd.DataFrame:
     "The comparison of every committed results file of `tasks` × `models`, one row per file and column."
-    folder, lms, tables = results_dir(results), {}, []
+    folder, lms, sources, tables = results_dir(results), {}, {}, []   # models and items loaded once
     names = list(tasks or TASKS)
     for name in names:
         task = TASKS[name]
@@ -146,7 +153,8 @@ def verify(tasks: Sequence[str]|None=None, # task names (default: every register
             if model not in lms: lms[model] = get_lm(backend, model, **({'batch_size': 8} if lm_options is None
                                                                          else lm_options))
             if log: log(f'verify: {name} {model}: recomputing {n or "every"} rows of {path.name}')
-            tables.append(verify_file(path, task, lms[model], n, seed, grids, tolerance))
+            if (name, grids) not in sources: sources[name, grids] = grid_sources(task, grids)
+            tables.append(verify_file(path, task, lms[model], n, seed, grids, tolerance, sources[name, grids]))
     if not tables: raise UserError(f'no committed results of {", ".join(names)} in {folder}',
                                    'run `make figures` (or the `wordbench eval` that makes them) first')
     cols = ['task', 'model', 'rows', 'skipped', 'column', 'kind', 'max_abs_delta', 'changed', 'ok']
