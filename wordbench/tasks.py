@@ -4,25 +4,25 @@
 
 # %% ../nbs/06_tasks.ipynb #626d9aef
 from __future__ import annotations
-import inspect, logging, re, time, warnings
+import inspect, logging, os, re, time, warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple, Sequence
 import pandas as pd
 from fastcore.basics import patch
-from .core import Registry, UserError
+from .core import Registry, UserError, file_lock
 from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
 from .build import open_lm
 from .choices import score_choices
-from .results import ResultSchema, load_results, results_path
-from .run_record import run_config, run_record, write_run_record
+from .results import ResultSchema, load_results, read_results, results_path
+from .run_record import job_key, run_config, run_record, write_run_record
 from .results import update_results
 
 # %% auto #0
-__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'run_task',
-           'grid_parts', 'run_eval', 'Builder', 'register_builder', 'parse_flag', 'option_type', 'builder_options',
-           'builder_kwargs']
+__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'Shard',
+           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'run_eval', 'Builder',
+           'register_builder', 'parse_flag', 'option_type', 'builder_options', 'builder_kwargs']
 
 # %% ../nbs/06_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -124,6 +124,51 @@ def register_task(task: Task) -> Task:
     if not task.name or task.schema is None: raise ValueError(f'{task!r} needs a name and a schema')
     return TASKS.register(task.name, task)
 
+# %% ../nbs/06_tasks.ipynb #c442e8fa
+@dataclass(frozen=True)
+class Shard:
+    "Shard `index` of `count`: the share of a run's items that one process evaluates."
+    index: int = 0 # this process's shard, counted from 0 (as RANK is)
+    count: int = 1 # how many processes share the run
+    def __post_init__(self):
+        if not 0 <= self.index < self.count: raise ValueError(f'{self} is out of range: K counts from 0 and is below N')
+    def __str__(self): return f'{self.index}/{self.count}'
+    def take(self, items: list[dict]) -> list[dict]:
+        "This shard's items: the sorted distinct ids dealt out in turn, each id's items kept together."
+        mine = set(sorted({str(it['id']) for it in items})[self.index::self.count])
+        return [it for it in items if str(it['id']) in mine]
+
+# %% ../nbs/06_tasks.ipynb #3ca2acfc
+def parse_shard(text: str) -> Shard: # `K/N` as written after `--shard`
+    "`--shard K/N` as a `Shard`; K counts from 0, so the shards of 4 are 0/4, 1/4, 2/4 and 3/4."
+    m = re.fullmatch(r'\s*(\d+)\s*/\s*(\d+)\s*', str(text))
+    n = int(m[2]) if m and int(m[2]) > 0 else 4   # the N of the example
+    fix = (f'K counts from 0: --shard 0/{n} ... --shard {n - 1}/{n} '
+           f'(a job array: --array=0-{n - 1} and --shard $SLURM_ARRAY_TASK_ID/{n})')
+    if not m or int(m[2]) < 1: raise UserError(f'--shard {text!r} is not K/N with N at least 1', fix)
+    try: return Shard(int(m[1]), n)
+    except ValueError as e: raise UserError(f'--shard {e}', fix) from None
+
+# %% ../nbs/06_tasks.ipynb #8378e776
+def env_shard(environ: dict|None=None) -> Shard|None: # default `os.environ`
+    "The shard a launcher gave this process, `RANK` of `WORLD_SIZE` (torchrun, accelerate launch); None without one."
+    env = os.environ if environ is None else environ
+    if 'WORLD_SIZE' not in env: return None
+    rank, size = str(env.get('RANK', '')), str(env['WORLD_SIZE'])
+    fix = 'start the processes with torchrun or accelerate launch (they set both), or unset WORLD_SIZE and RANK'
+    if not (rank.isdigit() and size.isdigit() and int(size) > 0):
+        raise UserError(f'RANK={rank!r} and WORLD_SIZE={size!r} do not name a process of a run', fix)
+    try: return Shard(int(rank), int(size))
+    except ValueError as e: raise UserError(f'RANK/WORLD_SIZE {e}', fix) from None
+
+# %% ../nbs/06_tasks.ipynb #7bc734c5
+def local_device(options: dict, # backend options, e.g. {'device': 'cuda'}
+                 environ: dict|None=None) -> dict: # default `os.environ`
+    "Backend `options` with a bare `device='cuda'` made `cuda:<LOCAL_RANK>`: one GPU per process of a node."
+    env = os.environ if environ is None else environ
+    rank = str(env.get('LOCAL_RANK', ''))
+    return {**options, 'device': f'cuda:{rank}'} if options.get('device') == 'cuda' and rank.isdigit() else options
+
 # %% ../nbs/06_tasks.ipynb #56f560f7
 def _distinct(requests) -> list:
     "Requests without repeats, in first-seen order."
@@ -138,12 +183,14 @@ def run_task(task: Task, # a registered (or any) task
              model: str|None=None, # the `model` column; default `lm.identity()`
              recheck_margin: float|None=None, # re-score closer decisions (nats) at full precision; None: the backend's
              progress: bool|None=None, # progress bars of the model calls
-             adapted: bool=False # `task` is already `task.for_lm(lm)` (as `run_eval` passes it): not adapted again
+             adapted: bool=False, # `task` is already `task.for_lm(lm)` (as `run_eval` passes it): not adapted again
+             shard: Shard|None=None # only this shard's items (shots still come from all of `pool`); default: all
             ) -> pd.DataFrame:
     "One row per applicable item × setting: every request of the grid scored in one call per kind."
     from wordbench.results import tidy
     task, jobs, skipped = task if adapted else task.for_lm(lm), [], Counter()
-    for j in task.jobs(items, settings, items if pool is None else pool):
+    mine = items if shard is None else shard.take(items)
+    for j in task.jobs(mine, settings, items if pool is None else pool):
         if j.requests is None: skipped[j.setting.strategy] += 1
         else: jobs.append(j)
     for strategy, n in skipped.items():
@@ -179,6 +226,32 @@ def grid_parts(task: Task, grid: str|None=None, **options) -> list[dict]:
         raise ValueError(f"{task.name} has no grid {grid!r}; its grids: {', '.join(task.grids) or 'none'}")
     return [{**part, **given} for part in task.grids[grid]]
 
+# %% ../nbs/06_tasks.ipynb #4a715271
+def run_rows(task: Task, # the task as evaluated
+             path, # its results file
+             model: str, # the `model` column
+             parts: Sequence[tuple]) -> pd.DataFrame: # `(settings, items, pool)` per part of the run
+    "The rows of `path` that the jobs of `parts` make, part by part: what every shard of a run has merged so far."
+    key = [c for c in task.schema.key if c != 'model']
+    df = read_results(path, task.schema)
+    df = df[df.model == model]
+    have, frames = list(df[key].itertuples(index=False, name=None)), []
+    for settings, items, pool in parts:
+        want = {job_key(task, j, key) for j in task.jobs(items, settings, pool) if j.requests is not None}
+        frames.append(df[[k in want for k in have]])
+    return pd.concat(frames, ignore_index=True)
+
+# %% ../nbs/06_tasks.ipynb #0ffc6a7d
+def _record(task: Task, model: str, path: Path, frames: list, parts: list, config: dict, seconds: float,
+            shard: Shard|None):
+    "Write the run record: this run's rows; a shard's, every shard's rows so far (under the results file's lock)."
+    if shard is None or shard.count == 1:
+        return write_run_record(path, *run_record(task, model, pd.concat(frames, ignore_index=True), parts, config,
+                                                  seconds))
+    with file_lock(path):
+        rows = run_rows(task, path, model, parts)
+        return write_run_record(path, *run_record(task, model, rows, parts, {**config, 'shards': shard.count}, seconds))
+
 # %% ../nbs/06_tasks.ipynb #c28df236
 def run_eval(task: str|Task, # a task or its registered name
              models: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
@@ -189,6 +262,7 @@ def run_eval(task: str|Task, # a task or its registered name
              recheck_margin: float|None=None, # re-score closer decisions (nats) at full precision; None: the backend's
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
+             shard: Shard|None=None, # evaluate only this shard's items (other processes run the others)
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
     "Evaluate `task` per model, part by part, rows merged into `<task>_<model>.csv.gz` (+ a run record); the files."
     task = TASKS[task] if isinstance(task, str) else task
@@ -202,12 +276,13 @@ def run_eval(task: str|Task, # a task or its registered name
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
         for settings, items, pool in parts:
             res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin,
-                           progress=progress, adapted=True)
+                           progress=progress, adapted=True, shard=shard)
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
-            log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}')
-        write_run_record(path, *run_record(asked, m, pd.concat(frames, ignore_index=True), parts,
-                                           run_config(m, backend, lm, grid, lm_options, options), time.time() - t0))
+            log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}'
+                     + (f' (shard {shard})' if shard is not None and shard.count > 1 else ''))
+        _record(asked, m, path, frames, parts, run_config(m, backend, lm, grid, lm_options, options), time.time() - t0,
+                shard)
         paths.append(path)
     return paths
 
