@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_cache.ipynb #1eca6c8f
 from __future__ import annotations
-import os, sys, json, time, sqlite3, threading
+import os, re, sys, json, time, logging, sqlite3, threading
 import tenacity
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -14,7 +14,8 @@ from .core import cache_dir, stable_hash, file_lock, UserError
 from .lm import LM, LMFailure, Generation, TopK
 
 # %% auto #0
-__all__ = ['SCHEMA', 'retry_busy', 'request_key', 'decode_result', 'default_cache_path', 'connect', 'CachedLM']
+__all__ = ['SCHEMA', 'NETWORK_FILESYSTEMS', 'log', 'retry_busy', 'request_key', 'decode_result', 'default_cache_path',
+           'cache_file', 'network_filesystem', 'warn_network_cache', 'connect', 'CachedLM']
 
 # %% ../nbs/03a_cache.ipynb #ae946b36
 def request_key(lm: LM, # the backend that computes the result
@@ -42,6 +43,48 @@ SCHEMA = '''CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, backend TE
 def default_cache_path() -> Path:
     "The shared results database in the wordbench cache (`WORDBENCH_CACHE`)."
     return cache_dir('lm')/'results.sqlite'
+
+# %% ../nbs/03a_cache.ipynb #6fb0d099
+def cache_file(location=None) -> Path: # a SQLite file, or a folder for `results.sqlite`; None: `default_cache_path()`
+    "The response database at `location`: a folder (existing, or written with a trailing `/`) holds `results.sqlite`."
+    if not location: return default_cache_path()
+    p = Path(location).expanduser()
+    return p/'results.sqlite' if p.is_dir() or str(location).endswith(('/', os.sep)) else p
+
+# %% ../nbs/03a_cache.ipynb #5dd2c95b
+NETWORK_FILESYSTEMS = ('nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', 'lustre', 'gpfs', 'beegfs', 'ceph', 'glusterfs', 'afs',
+                       'panfs', 'wekafs', 'orangefs', '9p', 'fuse.sshfs', 'fuse.ceph-fuse', 'fuse.glusterfs',
+                       'fuse.s3fs', 'fuse.gcsfuse', 'fuse.juicefs', 'fuse.rclone')  # mount types where WAL is unsafe
+
+# %% ../nbs/03a_cache.ipynb #c95283df
+def network_filesystem(path, # a file or folder (it need not exist yet)
+                       mounts: str|None=None # a mounts table's text; default: read /proc/mounts (none: unknown)
+                      ) -> str|None:
+    "The type of the network filesystem holding `path` (nfs4, lustre ...); None when it is local or unknown."
+    if mounts is None:
+        try: mounts = Path('/proc/mounts').read_text()
+        except OSError: return None
+    p, best, kind = str(Path(path).expanduser().resolve()), '', None
+    for f in (line.split() for line in mounts.splitlines()):
+        point = re.sub(r'\\([0-7]{3})', lambda m: chr(int(m[1], 8)), f[1]).rstrip('/') if len(f) > 2 else None
+        if point is not None and (p == point or p.startswith(point + '/')) and len(point) >= len(best):
+            best, kind = point, f[2]   # the deepest mount point above `path`; the last one mounted there
+    return kind if kind in NETWORK_FILESYSTEMS else None
+
+# %% ../nbs/03a_cache.ipynb #4549f69c
+log = logging.getLogger(__name__)
+_warned = set()   # databases this process has warned about
+
+def warn_network_cache(path, # the database file
+                       mounts: str|None=None # a mounts table's text; default: /proc/mounts
+                      ) -> str|None:
+    "Warn (one line, once per file) when the database at `path` is on a network filesystem; that filesystem's type."
+    kind = network_filesystem(path, mounts)
+    if kind and str(path) not in _warned:
+        _warned.add(str(path))
+        log.warning(f'response cache {path} is on {kind}, a network filesystem, where SQLite (WAL) may lock up or '
+                    'lose writes: give each node its own on local disk, e.g. --cache /tmp/$USER/wordbench')
+    return kind
 
 # %% ../nbs/03a_cache.ipynb #c37d6c07
 def _busy(e: BaseException) -> bool:
@@ -73,11 +116,11 @@ def connect(path, timeout: float=120.0) -> sqlite3.Connection:
 class CachedLM(LM):
     "Wrap `lm` so every result is looked up in, and saved to, a SQLite database."
     def __init__(self, lm: LM, # any backend
-                 path=None, # database file; default `default_cache_path()`
+                 path=None, # database file or folder (see `cache_file`); default `default_cache_path()`
                  chunk_size: int=256, # requests per inner call; each chunk is committed when done
                  progress: bool|None=None): # progress bar over chunks (default: more than one chunk)
-        self.lm, self.path, self.chunk_size, self.progress = (lm, Path(path or default_cache_path()), chunk_size,
-                                                              progress)
+        self.lm, self.path, self.chunk_size, self.progress = lm, cache_file(path), chunk_size, progress
+        warn_network_cache(self.path)
         self.backend, self._cons = lm.backend, {}
         self.last = {'computed': 0, 'cached': 0, 'failed': 0}
     def identity(self) -> str: return self.lm.identity()
