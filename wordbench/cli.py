@@ -9,6 +9,7 @@ from pathlib import Path
 from .core import UserError
 from . import resources
 from .tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
+from .tasks import env_shard, local_device, parse_shard
 from .report import ANALYSES
 from .systems import load_systems, in_system_order
 from .systems import builtin_systems as builtin_systems   # re-exported: the layering test reads it here
@@ -121,6 +122,11 @@ def _task_parser(tasks, name: str, task):
                    help="re-score decisions closer than this (nats) in fp32 (default: the backend's; 0: off)")
     t.add_argument('--out', default=None, help='results folder (default data/results/)')
     t.add_argument('--no-cache', action='store_true', help='do not read or write the response cache')
+    t.add_argument('--cache', default=None, metavar='PATH', help='the response cache: a SQLite file or a folder '
+                   '(default: lm/results.sqlite under WORDBENCH_CACHE); on a cluster, one per node on local disk')
+    t.add_argument('--shard', default=None, metavar='K/N',
+                   help='evaluate shard K of N (K from 0) of the items, merging its rows into the same files, '
+                        'e.g. one job of an array; default: RANK/WORLD_SIZE under torchrun or accelerate launch')
     for oname, opt in task.options.items(): add_option(t, oname, opt)
 
 # %% ../nbs/90_cli.ipynb #000c2042
@@ -226,7 +232,7 @@ def report_model(model: str, # model name for `get_lm`
                  tasks=None, # task names (default: every registered task with `grid`)
                  lm_options: dict|None=None, # backend options
                  task_options: dict|None=None, # options given to each task that knows them, e.g. {'n': 3}
-                 cache: bool=True) -> tuple[list[Path], dict]: # cache responses
+                 cache: bool|str|Path=True) -> tuple[list[Path], dict]: # cache responses (a path: that file or folder)
     "Evaluate `model` on every task's `grid`, then write its report card; the card's files and {task: why skipped}."
     from wordbench.report_card import write_card
     from wordbench.tasks import SETTING_OPTIONS
@@ -251,6 +257,8 @@ def _report_parser(sub):
     r.add_argument('--out', default=None, help="the card's folder (default figures/models/<model>/)")
     r.add_argument('--results', default=None, help='results folder (default data/results/)')
     r.add_argument('--no-eval', action='store_true', help='write the card from the results already there')
+    r.add_argument('--cache', default=None, metavar='PATH', help='the response cache: a SQLite file or a folder '
+                   '(default: lm/results.sqlite under WORDBENCH_CACHE)')
     r.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every one with the grid)')
     r.add_argument('--task-option', action='append', metavar='KEY=VALUE',
                    help='a task option for every task that has it, e.g. n=3 or sample=2 (smaller runs)')
@@ -258,8 +266,12 @@ def _report_parser(sub):
 # %% ../nbs/90_cli.ipynb #aca85fa1
 def _report(a) -> int:
     "`wordbench report ...`: evaluate, write the card, print its files and any task skipped with its reason."
+    shard = env_shard()
+    if shard is not None and shard.count > 1 and not a.no_eval:
+        raise UserError(f'wordbench report runs in one process, but this is process {shard} of a launcher',
+                        'run `wordbench eval TASK --grid GRID` under the launcher, then `wordbench report --no-eval`')
     files, skipped = report_model(a.model, a.backend, a.grid, a.out, a.results, not a.no_eval, a.tasks,
-                                  _lm_options(a), parse_key_values(a.task_option, '--task-option'))
+                                  _lm_options(a), parse_key_values(a.task_option, '--task-option'), a.cache or True)
     for p in files: print(p)
     for name, why in skipped.items(): print(f'wordbench: {name} not evaluated: {why}', file=sys.stderr)
     return 0
@@ -349,10 +361,11 @@ def _eval(a) -> int:
     try: task.settings(a.strategies, a.shots, a.seeds)   # unknown strategies: an error before any model loads
     except ValueError as e:
         raise UserError(str(e), f'pick known ones (`wordbench eval {task.name} --help`) or `all`') from None
+    shard = parse_shard(a.shard) if a.shard is not None else env_shard()   # a bad one: an error before any model
     opts = {k: getattr(a, k) for k in task.options}
-    paths = run_eval(task, a.model, a.backend, out=a.out, grid=a.grid, cache=not a.no_cache,
-                     recheck_margin=a.recheck_margin, lm_options=_lm_options(a), strategies=a.strategies, shots=a.shots,
-                     seeds=a.seeds, **opts)
+    paths = run_eval(task, a.model, a.backend, out=a.out, grid=a.grid, cache=not a.no_cache and (a.cache or True),
+                     recheck_margin=a.recheck_margin, lm_options=local_device(_lm_options(a)), strategies=a.strategies,
+                     shots=a.shots, seeds=a.seeds, shard=shard, **opts)
     for p in paths: print(p)
     return 0
 

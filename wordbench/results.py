@@ -66,6 +66,7 @@ def read_results(path, schema: ResultSchema) -> pd.DataFrame:
 def merge_results(old: pd.DataFrame|None, new: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
     "`old` with every row that `new` has a key for replaced by `new`'s."
     if old is None or old.empty: return tidy(new, schema)
+    if new.empty: return tidy(old, schema)   # nothing to add (a shard without items): the file as it is
     key = list(schema.key)
     stale = pd.MultiIndex.from_frame(old[key]).isin(pd.MultiIndex.from_frame(new[key]))
     return tidy(pd.concat([old[~stale], new], ignore_index=True), schema)
