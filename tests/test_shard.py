@@ -16,8 +16,8 @@ def environment(tmp: Path, **extra) -> dict:
 
 
 def evaluate(runs: list) -> list[str]:
-    "Start every `(arguments, environment)` as `python -m wordbench.cli eval ...` at once; their stderr, once all end."
-    procs = [subprocess.Popen([sys.executable, '-m', 'wordbench.cli', 'eval', *map(str, args)], env=env, text=True,
+    "Start every `(arguments, environment)` as `python -m wordbench eval ...` at once; their stderr, once all end."
+    procs = [subprocess.Popen([sys.executable, '-m', 'wordbench', 'eval', *map(str, args)], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args, env in runs]
     done = [p.communicate(timeout=300) for p in procs]
     for p, (_, err) in zip(procs, done): assert p.returncode == 0, err[-3000:]
