@@ -17,7 +17,8 @@ from .regenerate import AnalysisFailed, regenerate
 from .errors import USER_ERRORS, user_message, error_line
 
 # %% auto #0
-__all__ = ['setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'main']
+__all__ = ['HF_CLI_DTYPES', 'setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model',
+           'main']
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
@@ -70,11 +71,18 @@ def add_option(parser: argparse.ArgumentParser, name: str, opt: Option,
                         default=opt.default if apply_default else None, help=opt.help + default)
 
 # %% ../nbs/90_cli.ipynb #84200afb
+HF_CLI_DTYPES = {'float32': {}, 'bfloat16': {'dtype': 'bfloat16-weights', 'recheck_margin': 1.0},
+                 'float16': {'dtype': 'float16'}, 'bfloat16-autocast': {'dtype': 'bfloat16'},
+                 'bfloat16-weights': {}}  # `--dtype` -> the `hf` backend's options (others take it as it is)
+
+# %% ../nbs/90_cli.ipynb #bb715d91
 def _lm_options(a) -> dict:
-    "Backend options given on the command line."
+    "Backend options given on the command line (`--dtype` spelt for the `hf` backend by `HF_CLI_DTYPES`)."
     kw = parse_key_values(a.backend_arg)
-    for k in ('dtype', 'batch_size', 'base_url'):
+    for k in ('dtype', 'batch_size', 'base_url', 'device'):
         if getattr(a, k, None) is not None: kw[k] = getattr(a, k)
+    if getattr(a, 'backend', None) == 'hf' and kw.get('dtype') in HF_CLI_DTYPES:
+        kw.update(HF_CLI_DTYPES[kw['dtype']])
     return kw
 
 # %% ../nbs/90_cli.ipynb #0278ddd6
@@ -91,12 +99,20 @@ def _backend_arguments(p: argparse.ArgumentParser):
     p.add_argument('--backend', default='hf',
                    help='hf, hf-mlm, openai, dummy, ... (openai: set --base-url; key from OPENAI_API_KEY)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
-    p.add_argument('--dtype', default=None, choices=['float32', 'bfloat16', 'bfloat16-weights'],
-                   help='hf: bfloat16 = bf16 matmuls under autocast (fp32 weights; close calls re-checked in fp32); '
-                        'bfloat16-weights = bf16 weights (default: float32)')
-    p.add_argument('--batch-size', type=int, default=None, help='sequences per forward pass (hf, hf-mlm, dummy)')
+    p.add_argument('--dtype', default=None, choices=list(HF_CLI_DTYPES),
+                   help='weights in this dtype (default float32); hf: bfloat16 and float16 re-check close decisions '
+                        'in fp32 on the same device; bfloat16-autocast = fp32 weights, bf16 matmuls')
+    p.add_argument('--device', default=None, help='hf: cpu (default), cuda, cuda:N, or auto (every GPU there is)')
+    p.add_argument('--batch-size', type=_batch_size, default=None,
+                   help='sequences per forward pass (hf, hf-mlm, dummy); hf: auto = from free GPU memory')
     p.add_argument('--backend-arg', action='append', metavar='KEY=VALUE',
                    help='extra backend option, e.g. max_concurrency=8')
+
+# %% ../nbs/90_cli.ipynb #529a9504
+def _batch_size(text: str) -> int|str:
+    "`--batch-size`: a positive number, or `auto`."
+    if text == 'auto' or (text.isdigit() and int(text) > 0): return text if text == 'auto' else int(text)
+    raise argparse.ArgumentTypeError(f'a positive number or auto, not {text!r}')
 
 # %% ../nbs/90_cli.ipynb #be4ca48a
 class OneLineParser(argparse.ArgumentParser):

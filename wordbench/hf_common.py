@@ -10,8 +10,8 @@ from .lm import TopK, TopKRequest
 
 # %% auto #0
 __all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'transformers_identity', 'weights_hash', 'pad', 'chunks', 'word_initial_ids',
-           'marks_word_start', 'topk_from_logprobs']
+           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'resolve_device', 'weights_hash', 'pad',
+           'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
 
 # %% ../nbs/03c0_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -85,7 +85,7 @@ def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inpu
 
 # %% ../nbs/03c0_hf_common.ipynb #7661cf85
 def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `backend`, `name`, `model`, `dtype`
-    "`<backend>:<model identity>:<dtype>`, computed once per model; for a model object a hash of its weights."
+    "`<backend>:<model identity>:<dtype>[:<device kind>]`, once per model; for a model object a hash of its weights."
     if '_identity' not in lm.__dict__:
         if lm.name is not None:
             from wordbench.resources import model_identity
@@ -93,8 +93,29 @@ def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `bac
         else:
             name = getattr(lm.model.config, '_name_or_path', '') or type(lm.model).__name__
             ident = f"{name}@{weights_hash(lm.model)}"
-        lm._identity = f'{lm.backend}:{ident}:{lm.dtype}'
+        lm._identity = f'{lm.backend}:{ident}:{identity_suffix(lm.dtype, getattr(lm, "device", None))}'
     return lm._identity
+
+# %% ../nbs/03c0_hf_common.ipynb #786cccbc
+def identity_suffix(dtype: str, # the backend's precision as the identity spells it, e.g. float32, bfloat16-autocast
+                    device=None): # a `torch.device` or a name; None or the CPU: no device part
+    "`dtype`, followed by `:<device kind>` when the device is not the CPU (e.g. `bfloat16:cuda`)."
+    kind = None if device is None else getattr(device, 'type', str(device).split(':')[0])
+    return dtype if kind in (None, 'cpu') else f'{dtype}:{kind}'
+
+
+# %% ../nbs/03c0_hf_common.ipynb #64ea2923
+def resolve_device(device: str='cpu', # cpu, cuda, cuda:N, or auto (every GPU there is, else the CPU)
+                   gpus: int|None=None) -> tuple[str, str|None]: # CUDA devices present (None: ask torch)
+    "`(device, device_map)`: `auto` is `cuda` on one GPU, `device_map='auto'` over several, else the CPU."
+    import torch
+    kind, _, index = str(device).partition(':')
+    if kind not in ('cpu', 'cuda', 'auto') or (index and not (kind == 'cuda' and index.isdigit())):
+        raise ValueError(f'device must be cpu, cuda, cuda:N or auto, got {device!r}')
+    if kind != 'auto': return str(device), None
+    gpus = torch.cuda.device_count() if gpus is None else gpus
+    return ('cpu', None) if gpus == 0 else ('cuda', None) if gpus == 1 else ('cuda', 'auto')
+
 
 # %% ../nbs/03c0_hf_common.ipynb #32b56b59
 def weights_hash(model, n: int=16) -> str:

@@ -70,6 +70,8 @@ class DecodeEngine:
         heads = getattr(cfg, 'num_key_value_heads', None) or cfg.num_attention_heads
         dim = getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads
         self.kv_shapes, self.kv_dtype, self.device = [(heads, dim)] * cfg.num_hidden_layers, weight.dtype, weight.device
+        layers = getattr(decoder, 'layers', None)   # a model spread by a device_map: each layer's cache on its device
+        self.kv_devices = [next(m.parameters()).device for m in layers] if layers is not None else self.device
         self.layer_types, window = getattr(cfg, 'layer_types', None), getattr(cfg, 'sliding_window', None)
         slides = window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
         self.window = window if slides else None   # the sliding layers' window (None: no layer slides)
@@ -237,7 +239,7 @@ def _prefill(self: DecodeEngine, prompts, carried):
     import torch
     tokens, positions, paths, shared = prefix_tree(prompts, carried[0])
     n0, total, chunk = len(carried[0]), len(carried[0]) + len(tokens), self.limits.prefill_chunk
-    cache = slot_cache(self.kv_shapes, 1, total, self.kv_dtype, self.device)
+    cache = slot_cache(self.kv_shapes, 1, total, self.kv_dtype, self.kv_devices)
     for layer, (k, v) in zip(cache.layers, carried[1]): layer.update(k, v)
     pos, last = torch.tensor(list(range(n0)) + positions, device=self.device), {p[-1]: i for i, p in enumerate(paths)}
     hidden = [None] * len(prompts)
@@ -259,7 +261,8 @@ def _carry(self: DecodeEngine, tree, prompt, path, following):
     import torch
     n = 0 if following is None else min(common_prefix_length(prompt, following), len(following) - 1)
     idx = torch.tensor(path[:n], dtype=torch.long, device=self.device)
-    return tuple(prompt[:n]), ([(layer.keys[:, :, idx], layer.values[:, :, idx]) for layer in tree.layers] if n else [])
+    at = lambda t: t[:, :, idx.to(t.device)]   # each layer's columns on its own device
+    return tuple(prompt[:n]), ([(at(layer.keys), at(layer.values)) for layer in tree.layers] if n else [])
 
 @patch
 def _prefill_batch(self: DecodeEngine, rows, carried, following):
@@ -267,14 +270,15 @@ def _prefill_batch(self: DecodeEngine, rows, carried, following):
     import torch
     prompts = [r.ids for r in rows]
     width = max(map(len, prompts)) + max(r.limit for r in rows)
-    cache = slot_cache(self.kv_shapes, len(rows), width, self.kv_dtype, self.device)
+    cache = slot_cache(self.kv_shapes, len(rows), width, self.kv_dtype, self.kv_devices)
     hidden = []
     for g in prefill_groups(prompts, carried[0], self.limits.prefill_group_tokens):
         tree, paths, h = self._prefill([prompts[j] for j in g], carried)
         for j, path in zip(g, paths):
             idx = torch.tensor(path, device=self.device)
             for dst, src in zip(cache.layers, tree.layers):
-                dst.keys[j, :, :len(path)], dst.values[j, :, :len(path)] = src.keys[0, :, idx], src.values[0, :, idx]
+                at = idx.to(src.keys.device)
+                dst.keys[j, :, :len(path)], dst.values[j, :, :len(path)] = src.keys[0, :, at], src.values[0, :, at]
         hidden.append(h)
         after = prompts[g[-1] + 1] if g[-1] + 1 < len(prompts) else following
         carried = self._carry(tree, prompts[g[-1]], paths[-1], after)
@@ -298,7 +302,7 @@ def _keep_rows(cache, keep, filled: int):
         for name in ('keys', 'values'):
             old = getattr(layer, name)
             new = old.new_empty((len(keep), *old.shape[1:]))
-            new[:, :, :filled] = old[keep, :, :filled]
+            new[:, :, :filled] = old[keep.to(old.device), :, :filled]
             setattr(layer, name, new)
 
 # %% ../nbs/03c2_hf_generate.ipynb #53341967

@@ -129,12 +129,14 @@ def _slot_layer_class():
 
 # %% ../nbs/03c1_hf_kernels.ipynb #80e49811
 def slot_cache(shapes: Sequence[tuple[int, int]], # `(key/value heads, head dim)` per layer
-               batch: int, capacity: int, dtype, device='cpu'):
+               batch: int, capacity: int, dtype,
+               device='cpu'): # one device, or one per layer
     "A transformers `Cache` of preallocated `[batch, heads, capacity, dim]` key/value buffers, filled left to right."
     import torch
     from transformers.cache_utils import Cache
-    new = lambda h, d: torch.zeros(batch, h, capacity, d, dtype=dtype, device=device)
-    return Cache(layers=[_slot_layer_class()(new(h, d), new(h, d)) for h, d in shapes])
+    devices = list(device) if isinstance(device, (list, tuple)) else [device] * len(shapes)
+    new = lambda h, d, dev: torch.zeros(batch, h, capacity, d, dtype=dtype, device=dev)
+    return Cache(layers=[_slot_layer_class()(new(h, d, dev), new(h, d, dev)) for (h, d), dev in zip(shapes, devices)])
 
 # %% ../nbs/03c1_hf_kernels.ipynb #9916a452
 def internals_missing() -> list[str]:

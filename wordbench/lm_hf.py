@@ -10,14 +10,16 @@ from typing import Sequence
 from fastcore.basics import patch
 from .lm import LM, GenerateRequest, Generation, register_backend
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix, transformers_identity,
-                                 pad, chunks, topk_from_logprobs)
+                                 pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import packing_available, with_packed_weights, with_attention, register_prefix_attention
 from .hf_generate import DecodeEngine, DecodeLimits
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'HFCausalLM', 'pack_group', 'tree_mask', 'generate_alone']
+__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'WEIGHTS_RECHECK_MARGIN', 'RECHECK_MARGINS', 'MASK_ATTENTION',
+           'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'HFCausalLM', 'auto_batch_rows', 'pack_group', 'tree_mask',
+           'generate_alone']
 
 # %% ../nbs/03c3_lm_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -25,26 +27,31 @@ class HFCausalLM(LM):
     "Causal LMs through transformers, with lm-eval-exact tokenisation and shared-prefix batching."
     def __init__(self, model, # short name, HF id, local folder, or a loaded `PreTrainedModel`
                  tokenizer=None, # the tokenizer (required with a model object)
-                 dtype: str='float32', # float32, bfloat16 (autocast, fp32 weights) or bfloat16-weights (names only)
-                 batch_size: int=16, # sequences per forward pass
-                 device: str='cpu', max_length: int|None=None, # window; default from the model config
+                 dtype: str='float32', # a key of `HF_DTYPES`; float16 and bfloat16-weights for names only
+                 batch_size: int|str=16, # sequences per forward pass; auto: from free GPU memory (16 on the CPU)
+                 device: str='cpu', # cpu, cuda, cuda:N or auto (`resolve_device`); names only
+                 max_length: int|None=None, # window; default from the model config
                  progress: bool|None=None, # tqdm on stderr; default when >= 256 requests
                  generate_batch_size: int=32, # `generate`: rows decoded together at most
                  generate_cache_mib: float=1024, # `generate`: key/value cache of one decoding batch, MiB at most
                  packed_weights: bool|None=None, # `generate`: oneDNN-packed weights (None: for fp32 on the CPU)
-                 prefix_attention: bool|None=None): # `generate`: rows' shared prefix read once (None: on the CPU)
+                 prefix_attention: bool|None=None, # `generate`: rows' shared prefix read once (None: on the CPU)
+                 recheck_margin: float|None=None, # nats: closer decisions re-checked in fp32 (None: `RECHECK_MARGINS`)
+                 device_map: str|dict|None=None): # transformers' `device_map` for a name, e.g. auto (several GPUs)
         if dtype not in HF_DTYPES: raise ValueError(f"dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
         self.name, self.autocast = (model if isinstance(model, str) else None), dtype == 'bfloat16'
-        if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device)
-        self.model, self.tokenizer, self.batch_size, self.progress = model.eval(), tokenizer, batch_size, progress
+        self.load_options = dict(device=device, device_map=device_map, max_length=max_length, batch_size=batch_size)
+        if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device, device_map)
+        self.model, self.tokenizer, self.progress = model.eval(), tokenizer, progress
         weights = str(next(model.parameters()).dtype).replace('torch.', '')
         if self.autocast and weights != 'float32':
             raise ValueError(f"dtype='bfloat16' autocasts an fp32 model; this one is {weights}")
-        self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity suffix
-        self.recheck_margin = BF16_RECHECK_MARGIN if self.autocast else 0.0
+        self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity's precision part
+        self.recheck_margin = RECHECK_MARGINS.get(dtype, 0.0) if recheck_margin is None else recheck_margin
         self.generate_batch_size, self.generate_cache_mib = generate_batch_size, generate_cache_mib
         self.packed_weights, self.prefix_attention = packed_weights, prefix_attention
         self._init_parts(max_length)
+        self._init_batching(batch_size)
 
     def _init_parts(self, max_length):
         "Window, sliding window, logit soft-cap, decoder body, output head, pad and end-of-sequence ids."
@@ -56,7 +63,11 @@ class HFCausalLM(LM):
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         eos = gen.eos_token_id if gen.eos_token_id is not None else tok.eos_token_id
         self.eos_ids = {i for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None}
-        self.device = self.model.device
+        self.device, self.vocab = self.model.device, self.lm_head.weight.shape[0]
+        impl = getattr(self.model.config, '_attn_implementation', None)
+        if impl not in MASK_ATTENTION:
+            raise ValueError(f"attention implementation {impl!r} cannot take the 4-D masks that packed scoring and "
+                             "generation pass: load the model with attn_implementation='sdpa' (or 'eager')")
         import torch
         emulated = self.device.type == 'cpu' and 'AVX512' not in torch.backends.cpu.get_cpu_capability()
         if self.dtype.startswith('bfloat16') and emulated:
@@ -74,7 +85,7 @@ class HFCausalLM(LM):
         if self.prefix_attention is None: self.prefix_attention = self.device.type == 'cpu'
 
     def identity(self) -> str:
-        "`hf:<model identity>:<dtype>`; for a model object a hash of its weights (`transformers_identity`)."
+        "`hf:<model identity>:<dtype>[:<device kind>]` (`transformers_identity`; objects: a weights hash)."
         return transformers_identity(self)
 
     def _hidden(self, ids, attention_mask=None, position_ids=None):
@@ -94,15 +105,87 @@ class HFCausalLM(LM):
         return torch.log_softmax(logits, dim=-1)
 
 # %% ../nbs/03c3_lm_hf.ipynb #f8f4184c
-HF_DTYPES = {'float32': 'float32', 'bfloat16': 'float32', 'bfloat16-weights': 'bfloat16'}  # dtype mode -> weights dtype
+HF_DTYPES = {'float32': 'float32', 'bfloat16': 'float32', 'bfloat16-weights': 'bfloat16',
+             'float16': 'float16'}  # dtype mode -> weights dtype (bfloat16: autocast over fp32 weights)
 
 # %% ../nbs/03c3_lm_hf.ipynb #0cdfc4ab
 BF16_RECHECK_MARGIN = 0.3  # nats: bf16 autocast moved held-out Winograd margins by at most 0.26 (analysis/lm_benchmark)
 
+# %% ../nbs/03c3_lm_hf.ipynb #de911123
+WEIGHTS_RECHECK_MARGIN = 1.0  # nats: bf16 weights moved scores by up to 0.66, flipped margins up to 0.28 (H200)
+
+# %% ../nbs/03c3_lm_hf.ipynb #ad35d5a9
+RECHECK_MARGINS = {'bfloat16': BF16_RECHECK_MARGIN, 'float16': WEIGHTS_RECHECK_MARGIN}  # dtype mode -> default margin
+
+# %% ../nbs/03c3_lm_hf.ipynb #6782337b
+MASK_ATTENTION = ('sdpa', 'eager', None)  # attention implementations that take custom 4-D (and per-layer) masks
+
+# %% ../nbs/03c3_lm_hf.ipynb #b74f9bcb
+LOGIT_CHUNK = 2**28  # log-probabilities (target positions x vocabulary) computed at once: 1 GiB in float32
+
 # %% ../nbs/03c3_lm_hf.ipynb #19957718
-def _load_causal(name, dtype, device):
-    from wordbench.resources import load_causal_lm
-    return load_causal_lm(name, dtype=dtype, device=device)
+def _load_causal(name, dtype, device='cpu', device_map=None):
+    "`(model, tokenizer)`: `load_causal_lm` onto one device, or spread by a `device_map` (`resolve_device`'s for auto)."
+    from wordbench.resources import load_causal_lm, model_path, torch_dtype
+    device, auto_map = resolve_device(device)
+    if (device_map or auto_map) is None: return load_causal_lm(name, dtype=dtype, device=device)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    path = model_path(name)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), device_map=device_map or auto_map)
+    return model.eval(), AutoTokenizer.from_pretrained(path)
+
+# %% ../nbs/03c3_lm_hf.ipynb #bdc54de1
+GPU_MEMORY_FRACTION = 0.4  # of the memory free after loading: a forward pass's activations, or generation's cache
+
+# %% ../nbs/03c3_lm_hf.ipynb #7012da3b
+def auto_batch_rows(free_bytes: int, # device memory free for activations
+                    width: int, # tokens per row
+                    cfg, # the text config: hidden_size, intermediate_size, num_attention_heads
+                    itemsize: int, # bytes per activation (2 for bf16 and fp16, 4 for fp32)
+                    fraction: float=GPU_MEMORY_FRACTION) -> int:
+    "Rows of `width` tokens whose activations (and fp32 attention scores, 4-D mask) fit in `fraction` of `free_bytes`."
+    per_token = itemsize * (4 * cfg.hidden_size + 2 * cfg.intermediate_size)
+    row = width * per_token + width * width * (itemsize + 4 * cfg.num_attention_heads)
+    return max(1, min(1024, int(free_bytes * fraction // row)))
+
+# %% ../nbs/03c3_lm_hf.ipynb #7549b7b8
+@patch
+def _init_batching(self: HFCausalLM, batch_size):
+    "Rows per pass: a number, or `auto` (16 on the CPU; per width from free memory on a GPU, generation's too)."
+    import torch
+    self.batch_cap, self.free_bytes, self.logit_chunk = None, None, LOGIT_CHUNK   # batch_cap: after an OOM
+    self.batch_size = 16 if batch_size == 'auto' and self.device.type != 'cuda' else batch_size
+    if self.batch_size != 'auto': return
+    self.free_bytes = torch.cuda.mem_get_info(self.device)[0]
+    self.generate_batch_size = max(self.generate_batch_size, 256)
+    self.generate_cache_mib = self.free_bytes * GPU_MEMORY_FRACTION / 2**20
+
+# %% ../nbs/03c3_lm_hf.ipynb #d63354bb
+@patch
+def _batch_rows(self: HFCausalLM, width: int, left: int) -> int:
+    "Rows of `width` tokens in the next pass, at most `left`: the batch size, or what free memory holds (`auto`)."
+    n = self.batch_size if self.free_bytes is None else auto_batch_rows(
+        self.free_bytes, width, self.model.config.get_text_config(), self.model.dtype.itemsize)
+    return max(1, min(n, left, self.batch_cap or n))
+
+# %% ../nbs/03c3_lm_hf.ipynb #dcf67bcc
+@patch
+def _in_batches(self: HFCausalLM, items, # longest first
+                width, # item -> its tokens
+                run): # called with each batch (a slice of `items`)
+    "Run `items` in consecutive batches; on CUDA out-of-memory halve the batch (for good) and run it again."
+    import torch
+    i = 0
+    while i < len(items):
+        n = self._batch_rows(width(items[i]), len(items) - i)
+        try: run(items[i:i + n])
+        except torch.cuda.OutOfMemoryError:
+            if n == 1: raise
+            log.warning(f'out of memory at {n} rows of {width(items[i])} tokens: the batch is now {n // 2} rows')
+            self.batch_cap, self.counters['oom_retries'] = n // 2, self.counters['oom_retries'] + 1
+            if torch.cuda.is_available(): torch.cuda.empty_cache()
+            continue
+        i += n
 
 # %% ../nbs/03c3_lm_hf.ipynb #ae624439
 def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
@@ -156,17 +239,20 @@ def _score(self: HFCausalLM, hidden, spots):
     b = torch.cat([torch.full((len(r.targets),), i) for i, _, r in spots])
     t = torch.cat([torch.arange(e - len(r.targets), e) for _, e, r in spots])
     targets = torch.tensor([tok for _, _, r in spots for tok in r.targets]).to(hidden.device)
-    lp = self._logprobs(hidden[b, t])
-    tok_lp, greedy = lp.gather(1, targets[:, None])[:, 0], lp.argmax(-1) == targets
+    step, tok_lp, greedy = max(1, self.logit_chunk // self.vocab), [], []
+    for s in range(0, len(t), step):   # only target positions, `logit_chunk` log-probs at a time
+        lp, want = self._logprobs(hidden[b[s:s + step], t[s:s + step]]), targets[s:s + step]
+        tok_lp.append(lp.gather(1, want[:, None])[:, 0])
+        greedy.append(lp.argmax(-1) == want)
     sizes = [len(r.targets) for _, _, r in spots]
-    return [(float(s.sum()), bool(g.all())) for s, g in zip(tok_lp.split(sizes), greedy.split(sizes))]
+    tok_lp, greedy = torch.cat(tok_lp).split(sizes), torch.cat(greedy).split(sizes)
+    return [(float(s.sum()), bool(g.all())) for s, g in zip(tok_lp, greedy)]
 
 # %% ../nbs/03c3_lm_hf.ipynb #c3e670c8
 @patch
 def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
     "Rows `idx` without a shared prefix: right-padded full sequences, longest first, the model's own causal mask."
-    idx = sorted(idx, key=lambda i: -len(rows[i].x))
-    for batch in chunks(idx, self.batch_size):
+    def run(batch):
         width = len(rows[batch[0]].x)
         hidden = self._hidden(pad([rows[i].x for i in batch], width, self.pad_id).to(self.device))
         scores = self._score(hidden, [(b, len(rows[i].x), rows[i]) for b, i in enumerate(batch)])
@@ -174,13 +260,14 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
         self.counters['tokens_computed'] += sum(len(rows[i].x) for i in batch)
         self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(batch))
+    self._in_batches(sorted(idx, key=lambda i: -len(rows[i].x)), lambda i: len(rows[i].x), run)
 
 # %% ../nbs/03c3_lm_hf.ipynb #1eed0040
 @patch
 def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
     "Groups `(shared, members)`, each packed into one sequence, in right-padded batches longest first."
     packs = sorted(((pack_group([rows[i].x for i in ms], p), ms) for p, ms in groups), key=lambda t: -len(t[0][0]))
-    for batch in chunks(packs, self.batch_size):
+    def run(batch):
         width = len(batch[0][0][0])
         ids = pad([pk[0] for pk, _ in batch], width, self.pad_id)
         seg, pos = pad([pk[1] for pk, _ in batch], width, -1), pad([pk[2] for pk, _ in batch], width, 0)
@@ -191,6 +278,7 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
         self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)
         self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(spots))
+    self._in_batches(packs, lambda pk: len(pk[0][0]), run)
 
 # %% ../nbs/03c3_lm_hf.ipynb #48238875
 @patch
@@ -219,14 +307,18 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
 # %% ../nbs/03c3_lm_hf.ipynb #f69de7df
 @patch
 def exact(self: HFCausalLM) -> HFCausalLM|None:
-    "An fp32 copy of a bf16-autocast backend, sharing its model object; `self` in fp32; None for bf16 weights."
+    "`self` in fp32; an fp32 copy of a bf16-autocast one (same model object) or of a re-checked name; else None."
     if self.dtype == 'float32': return self
-    if not self.autocast: return None
-    if '_exact' not in self.__dict__:
+    if not self.autocast and (self.name is None or self.recheck_margin <= 0): return None
+    if '_exact' not in self.__dict__ and self.autocast:
         fp32 = copy.copy(self)
         for k in ('_identity', '_counters', '_exact', '_engine'): fp32.__dict__.pop(k, None)
         fp32.autocast, fp32.dtype, fp32.recheck_margin = False, 'float32', 0.0
         self._exact = fp32
+    if '_exact' not in self.__dict__:   # low-precision weights: the name again, in fp32 on the same devices
+        log.info(f'{self.name} in {self.dtype}: decisions closer than {self.recheck_margin:g} nats are re-checked '
+                 f'in float32 on {self.device}')
+        self._exact = HFCausalLM(self.name, progress=self.progress, **self.load_options)
     return self._exact
 
 # %% ../nbs/03c3_lm_hf.ipynb #132fd90a
@@ -246,11 +338,12 @@ def topk(self: HFCausalLM, requests, progress: bool|None=None):
     ids = [encode_text(self.tokenizer, r.context)[-self.max_length:] if r.context else [prefix_token_id(self.tokenizer)]
            for r in requests]
     out = [None] * len(requests)
+    def run(batch):
+        hidden = self._hidden(pad([ids[i] for i in batch], len(ids[batch[0]]), self.pad_id).to(self.device))
+        lp = self._logprobs(hidden[torch.arange(len(batch)), torch.tensor([len(ids[i]) - 1 for i in batch])])
+        for row, i in zip(lp, batch): out[i] = topk_from_logprobs(row, self.tokenizer, requests[i], ' ')
     with torch.inference_mode():
-        for batch in chunks(sorted(range(len(ids)), key=lambda i: -len(ids[i])), self.batch_size):
-            hidden = self._hidden(pad([ids[i] for i in batch], len(ids[batch[0]]), self.pad_id).to(self.device))
-            lp = self._logprobs(hidden[torch.arange(len(batch)), torch.tensor([len(ids[i]) - 1 for i in batch])])
-            for row, i in zip(lp, batch): out[i] = topk_from_logprobs(row, self.tokenizer, requests[i], ' ')
+        self._in_batches(sorted(range(len(ids)), key=lambda i: -len(ids[i])), lambda i: len(ids[i]), run)
     self.counters['topk'] += len(requests)
     return out
 
