@@ -138,6 +138,7 @@ def row_sample(row: dict, # a results row
     from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
     inp, choices = request_input(requests) if requests else ('(the prompt could not be rendered again)', None)
     out, label = model_output(row, model, choices), plain(row.get('label'))
+    if choices and isinstance(label, int) and 0 <= label < len(choices): label = chr(ord('A') + label)
     said = [*(inp if isinstance(inp, list) else [ChatMessageUser(content=inp)]),
             ChatMessageAssistant(content=out.completion)]
     return EvalSample(id=sample_id(row, task), epoch=1, input=inp, choices=choices,
