@@ -217,24 +217,32 @@ def _regenerate(a) -> int:
 
 # %% ../nbs/90_cli.ipynb #c26c6dfa
 def _export_parser(sub):
-    "`wordbench export hf|lm-eval [--out DIR] [NAME ...]`."
+    "`wordbench export hf|lm-eval|inspect [--out DIR] [NAME ...]`."
     from wordbench.export import HF_EXPORTS, LM_EVAL_EXPORTS
-    x = sub.add_parser('export', help='write benchmarks as Hugging Face datasets or lm-eval task folders')
+    x = sub.add_parser('export', help='write benchmarks as Hugging Face datasets or lm-eval task folders, '
+                                      'results as Inspect logs')
     x.set_defaults(func=_export)
     kinds = x.add_subparsers(dest='format', required=True, metavar='FORMAT')
-    for kind, reg, what in (('hf', HF_EXPORTS, 'dataset folders'), ('lm-eval', LM_EVAL_EXPORTS, 'task folders')):
+    for kind, reg, what in (('hf', HF_EXPORTS, 'dataset folders'), ('lm-eval', LM_EVAL_EXPORTS, 'task folders'),
+                            ('inspect', TASKS, 'Inspect logs of the results, a sample per row')):
         k = kinds.add_parser(kind, help=f'{what} (default into exports/{kind}/)')
-        k.add_argument('names', nargs='*', metavar='NAME', help=f"exports (default: all: {' '.join(reg)})")
+        k.add_argument('names', nargs='*', metavar='NAME', help=f"{'tasks' if kind == 'inspect' else 'exports'} "
+                                                                f"(default: all: {' '.join(reg)})")
         k.add_argument('--out', default=None, help=f'parent folder (default: exports/{kind}/)')
         if kind == 'lm-eval':
             k.add_argument('--hf', default=None, help='the Hugging Face exports (default: exports/hf/)')
+        if kind == 'inspect':
+            k.add_argument('--results', default=None, help='results folder (default: data/results)')
 
 # %% ../nbs/90_cli.ipynb #b02635ab
 def _export(a) -> int:
     "`wordbench export ...`: write the exports and print their folders."
     from wordbench.export import export_hf, export_lm_eval
-    paths = (export_hf(a.names or None, a.out) if a.format == 'hf' else
-             export_lm_eval(a.names or None, a.out, a.hf))
+    if a.format == 'inspect':
+        from wordbench.inspect_export import export_inspect
+        paths = export_inspect(a.names or None, a.out, a.results)
+    else: paths = (export_hf(a.names or None, a.out) if a.format == 'hf' else
+                   export_lm_eval(a.names or None, a.out, a.hf))
     for p in paths: print(p)
     return 0
 
