@@ -149,3 +149,27 @@ def test_private_uses_are_found():
     assert test('import wordbench.cache as c\nc._chunk()') == ['wordbench.cache._chunk']
     assert test('from wordbench import lm\nlm._u') == ['wordbench.lm._u']
     assert test('from .task import load\nx = obj._private\nfrom . import __init__') == []
+
+
+BUILDER_LAYER = ('Funnel', 'ScriptedLM', 'CallLog', 'RunDir', 'open_lm', 'annotation_sheet', 'read_annotations',
+                 'agreement')   # what `wordbench.build` holds for every builder
+
+
+def defined(source: str) -> set[str]:
+    "The names a module defines at its top level: functions, classes and assigned names."
+    out = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): out.add(node.name)
+        elif isinstance(node, ast.Assign): out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def test_one_builder_layer():
+    "The funnel, scripted model, run folder and annotation sheet are defined once; every builder counts in `Funnel`."
+    files = {module_name(p): p for p in PKG.rglob('*.py') if p.stem != '_modidx'}
+    assert set(BUILDER_LAYER) <= defined(files[W + 'build'].read_text())
+    again = {m: sorted(defined(p.read_text()) & set(BUILDER_LAYER)) for m, p in files.items() if m != W + 'build'}
+    assert not any(again.values()), {m: v for m, v in again.items() if v}
+    assert BUILDERS <= set(GRAPH)
+    assert not [b for b in sorted(BUILDERS) if W + 'build.Funnel' not in GRAPH[b]]
+    assert defined('class ScriptedLM(LM): pass\nagreement = 1\ndef f(): pass') == {'ScriptedLM', 'agreement', 'f'}

@@ -6,7 +6,8 @@ from wordbench.core import stable_hash
 from wordbench.cache import CachedLM
 from wordbench.prompts import LETTERS
 from wordbench.newterm.items import load_items
-from wordbench.newterm.build import Pipeline, ScriptedLM, coma_candidates, csj_candidates, run_pipeline
+from wordbench.build import ScriptedLM
+from wordbench.newterm.build import Pipeline, coma_candidates, csj_candidates, prompt_kind, run_pipeline
 
 
 def toy_embed(texts):
@@ -30,7 +31,7 @@ def test_a_released_coma_item_comes_back_with_its_gold():
     script = {('coma_sentences', 'This happened because'): f"1. {it['question']} This happened because: {gold}",
               ('filter_coma', it['question']): choose(gold),
               **{('coma_distractor', r): d for r, d in zip(related, others)}}
-    p = Pipeline(ScriptedLM(script), None, toy_embed, max_tries=1)
+    p = Pipeline(ScriptedLM(script, prompt_kind), None, toy_embed, max_tries=1)
     terms = [dict(term=it['term'], meaning=it['meaning'], type='new words not deduced', related=related)]
     out, = coma_candidates(p, terms)
     assert (out['question'], out['split'], out['choices'][out['gold']]) == (it['question'], 'cause', gold)
@@ -46,14 +47,14 @@ def test_released_csj_sentences_come_back_unchanged():
     script = {('sentences', true['term']): '1. ' + true['question'],
               ('csj_wrong', true['term']): f'Wrong Sentence: {false_q}\nCorresponding Wrong meaning: other',
               ('filter_csj', true['question']): '9', ('filter_csj', false_q): '2'}
-    p = Pipeline(ScriptedLM(script), None, toy_embed, max_tries=1)
+    p = Pipeline(ScriptedLM(script, prompt_kind), None, toy_embed, max_tries=1)
     out = csj_candidates(p, [dict(term=true['term'], meaning=true['meaning'], type=true['term_type'], related=[])])
     assert [(c['question'], c['gold']) for c in out] == [(true['question'], True), (false_q, False)]
 
 
 def test_a_rerun_reads_every_reply_from_the_cache(tmp_path):
     script = {('sentences', 'wokely'): '1. The goods looked wokely to everyone.\n2. His wokely effort failed badly.'}
-    inner = ScriptedLM(script)
+    inner = ScriptedLM(script, prompt_kind)
     lm = CachedLM(inner, path=tmp_path/'c.sqlite')
     terms = [dict(term='wokely', meaning='paltry', type='new words not deduced')]
     related = {'wokely': ['poor', 'worthy', 'splendid', 'cheap', 'grand']}

@@ -62,6 +62,57 @@ def reasons(self: Funnel, categories: dict|None=None # our reason -> the paper's
             for (t, s), r in self.counts.items() for k, v in sorted(r['dropped'].items())]
     return pd.DataFrame(rows, columns=['task', 'stage', 'reason', 'n', 'category'])
 
+# %% ../nbs/09c_build.ipynb #41be63e6
+@patch
+def drop_rows(self: Funnel, rows, # dropped candidates: dicts, each with a `reason`
+              task: str|Callable, # the funnel's task, or row -> task
+              stage: str|Callable # the funnel's stage, or row -> stage
+             ) -> Funnel:
+    "Count every row as dropped for its `reason`, under its (task, stage)."
+    pick = lambda x, r: x(r) if callable(x) else x
+    for r in rows: self.drop(pick(task, r), pick(stage, r), r['reason'])
+    return self
+
+# %% ../nbs/09c_build.ipynb #2686fc42
+@patch
+def dropped(self: Funnel, task: str|None=None # one task's reasons (None: every task's)
+           ) -> dict:
+    "Items dropped per reason, summed over stages, in reason order."
+    n = Counter()
+    for (t, _), r in self.counts.items():
+        if task is None or t == task: n.update(r['dropped'])
+    return dict(sorted(n.items()))
+
+# %% ../nbs/09c_build.ipynb #1781678f
+@patch
+def wide(self: Funnel, prefix: str='' # put before each reason's column name
+        ) -> pd.DataFrame:
+    "One row per (task, stage): in, asked, parsed, kept, then one column per reason (in order; 0 where none)."
+    counters = ['in', 'asked', 'parsed', 'kept']
+    reasons = sorted({k for r in self.counts.values() for k in r['dropped']})
+    rows = [[t, s] + [r[k] for k in counters] + [r['dropped'][k] for k in reasons]
+            for (t, s), r in self.counts.items()]
+    return pd.DataFrame(rows, columns=['task', 'stage'] + counters + [prefix + k for k in reasons])
+
+# %% ../nbs/09c_build.ipynb #3a1d5165
+@patch
+def shares(self: Funnel, task: str, stage: str,
+           categories: dict, # our reason -> the paper's category ('kept' -> the kept items' category)
+           paper: dict|None=None, # category -> the paper's share (%)
+           unit: str='n' # the count column's name
+          ) -> pd.DataFrame:
+    "category, reason, count, share (% of items in), paper_share: a total per category ('(all)'), then its reasons."
+    r = self.row(task, stage)
+    counts, n_in = {**r['dropped'], 'kept': r['kept']}, max(r['in'], 1)
+    line = lambda cat, k, n, paper_share=None: {'category': cat, 'reason': k, unit: n, 'share': 100 * n / n_in,
+                                                'paper_share': paper_share}
+    rows = []
+    for cat in dict.fromkeys(categories.values()):
+        members = [k for k, c in categories.items() if c == cat]
+        rows.append(line(cat, '(all)', sum(counts.get(k, 0) for k in members), (paper or {}).get(cat)))
+        rows += [line(cat, k, counts.get(k, 0)) for k in members if len(members) > 1]
+    return pd.DataFrame(rows)
+
 # %% ../nbs/09c_build.ipynb #7e18d88c
 class ScriptedLM(LM):
     "Replays scripted replies keyed by (prompt kind, a string in the prompt); anything else goes to `fallback`."
@@ -203,10 +254,13 @@ def text(self: RunDir, name: str, # the file's name, with its extension
     return atomic_write(self.out/name, s)
 
 # %% ../nbs/09c_build.ipynb #fbee65da
-def annotation_sheet(rows: pd.DataFrame, # one row per item: the columns annotators see
-                     annotators: int=2 # label columns to add
+def annotation_sheet(rows: pd.DataFrame, # one row per item
+                     annotators: int=2, # label columns to add
+                     columns: dict|Sequence[str]|None=None # the columns annotators see (a dict renames them); None: all
                     ) -> pd.DataFrame:
-    "The rows with one empty label column per annotator (`annotator_1`, `annotator_2`, ...)."
+    "The rows' `columns` with one empty label column per annotator (`annotator_1`, `annotator_2`, ...)."
+    if columns is not None: rows = rows[list(columns)]
+    if isinstance(columns, dict): rows = rows.rename(columns=columns)
     return rows.reset_index(drop=True).assign(**{f'annotator_{i + 1}': '' for i in range(annotators)})
 
 # %% ../nbs/09c_build.ipynb #6177ad18

@@ -11,8 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash
-from ..build import Funnel, RunDir, agreement, open_lm
-from ..build import ScriptedLM as SharedScriptedLM
+from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_annotations
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
@@ -25,10 +24,9 @@ from .build_prompts import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messa
 
 # %% auto #0
 __all__ = ['PROMPT_MARKERS', 'SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Pipeline', 'prompt_kind',
-           'ScriptedLM', 'generate_valid', 'deduce', 'frequency', 'select', 'related_terms', 'released_related',
-           'coma_candidates', 'cost_candidates', 'csj_candidates', 'ppl_request', 'select_by_perplexity',
-           'release_rows', 'run_pipeline', 'export_annotation', 'gold_answer', 'import_annotations', 'load_terms',
-           'build_newterm']
+           'generate_valid', 'deduce', 'frequency', 'select', 'related_terms', 'released_related', 'coma_candidates',
+           'cost_candidates', 'csj_candidates', 'ppl_request', 'select_by_perplexity', 'release_rows', 'run_pipeline',
+           'export_annotation', 'gold_answer', 'import_annotations', 'load_terms', 'build_newterm']
 
 # %% ../../nbs/28_newterm_build.ipynb #b28c173a
 @dataclass
@@ -72,13 +70,6 @@ def prompt_kind(request: GenerateRequest) -> str|None:
     hits = [k for k, (s, u) in PROMPT_MARKERS.items() if s.match(system) and u.match(user)]
     literal = lambda k: len(re.sub(r'\{\w+\}', '', ''.join(BUILD_PROMPTS.get(k, (DEDUCE_SYSTEM, DEDUCE_USER)))))
     return max(hits, key=literal) if hits else None
-
-# %% ../../nbs/28_newterm_build.ipynb #34ebfbb0
-class ScriptedLM(SharedScriptedLM):
-    "The shared scripted model (`wordbench.build.ScriptedLM`) keyed by NewTerm's prompt kinds (`prompt_kind`)."
-    def __init__(self, script: dict, # (kind, key) -> a reply, a list of replies (in order), or request -> reply
-                 fallback: LM|None=None): # answers unscripted requests (default: the dummy backend)
-        super().__init__(script, prompt_kind, fallback)
 
 # %% ../../nbs/28_newterm_build.ipynb #a214493f
 def generate_valid(p: Pipeline, task: str, stage: str,
@@ -414,14 +405,17 @@ def run_pipeline(p: Pipeline, terms: list[dict], # `term`, `meaning` (and a list
     return terms, out
 
 # %% ../../nbs/28_newterm_build.ipynb #c0afa569
-def export_annotation(task: str, items: list[dict], path) -> Path:
-    "A CSV sheet for annotators: id, term, meaning, question, the choices (or True/False), an empty `answer`."
+def export_annotation(task: str, items: list[dict], # the items, in sheet order
+                      path, # the CSV sheet to write
+                      annotators: int=2 # label columns, one per annotator
+                     ) -> Path:
+    "The annotation sheet: id, term, meaning, question, the choices (or True/False), an empty column per annotator."
     rows = [dict(id=it.get('id', i), term=it['term'], meaning=it['meaning'], question=it['question'],
-                 **({l: c for l, c in zip(LETTERS, it['choices'])} if task != 'CSJ' else {'A': 'True', 'B': 'False'}),
-                 answer='') for i, it in enumerate(items)]
+                 **({l: c for l, c in zip(LETTERS, it['choices'])} if task != 'CSJ' else {'A': 'True', 'B': 'False'}))
+            for i, it in enumerate(items)]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(path, index=False)
+    annotation_sheet(pd.DataFrame(rows), annotators).to_csv(path, index=False)
     return path
 
 # %% ../../nbs/28_newterm_build.ipynb #9661370c
@@ -430,21 +424,17 @@ def gold_answer(task: str, it: dict) -> str:
     return ('A' if it['gold'] else 'B') if task == 'CSJ' else LETTERS[it['gold']]
 
 # %% ../../nbs/28_newterm_build.ipynb #d855fad7
-def import_annotations(task: str, items: list[dict], # the exported items, in sheet order
-                       sheets: dict # annotator -> filled sheet (DataFrame or CSV path) with `id`, `answer`
+def import_annotations(task: str, items: list[dict], # the exported items
+                       path, # the filled sheet (CSV): `id` and a label column per annotator
+                       annotators: int=2 # label columns
                       ) -> tuple[list[dict], pd.DataFrame]:
     "The items every annotator answered like the automatic gold, and agreement (Cohen's per pair, Fleiss' overall)."
-    ids = [str(it.get('id', i)) for i, it in enumerate(items)]
-    read = lambda s: s.astype(str) if isinstance(s, pd.DataFrame) else pd.read_csv(s, dtype=str, keep_default_na=False)
-    answers = {a: read(s).set_index('id').answer.reindex(ids).fillna('').str.replace(' ', '').str.upper()
-               for a, s in sheets.items()}
-    gold = [gold_answer(task, it) for it in items]
-    keep = [it for i, it in enumerate(items) if all(ans.iloc[i] == gold[i] for ans in answers.values())]
-    names = list(answers)
-    table = pd.DataFrame({f'annotator_{i + 1}': answers[a].values for i, a in enumerate(names)})
-    ag = agreement(table)
-    for i, a in reversed(list(enumerate(names))): ag['pair'] = ag.pair.str.replace(f'annotator_{i + 1}', a)
-    return keep, ag
+    cols = [f'annotator_{i + 1}' for i in range(annotators)]
+    sheet = read_annotations(path, annotators=annotators).set_index('id')
+    sheet = sheet.reindex([str(it.get('id', i)) for i, it in enumerate(items)])[cols].fillna('')
+    sheet = sheet.apply(lambda s: s.str.replace(' ', '').str.upper())   # 'a, c' answers as 'A,C'
+    keep = [it for it, ans in zip(items, sheet.values.tolist()) if all(a == gold_answer(task, it) for a in ans)]
+    return keep, agreement(sheet)
 
 # %% ../../nbs/28_newterm_build.ipynb #89b1bd92
 def load_terms(path=None, sample: int|None=None, seed: int=0) -> list[dict]:

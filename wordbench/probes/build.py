@@ -14,15 +14,15 @@ from ..core import project_root, seeded_rng, stable_hash
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
 from ..lm import GenerateRequest, LMFailure
-from ..build import RunDir, open_lm
+from ..build import Funnel, RunDir, open_lm
 from .items import probe_items
 
 # %% auto #0
 __all__ = ['PROBES_SEED', 'GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_REASONS', 'ROLE_REASONS', 'ROLE_PATTERN',
            'PAPER_REJECTIONS', 'INSTRUCTION_MARK', 'GenerationSetup', 'paper_instruction', 'demo_pairs',
            'generation_prompt', 'split_sentences', 'sentence_fates', 'parse_neg', 'wordnet_check', 'clean_neg',
-           'parse_role', 'clean_role', 'rejection_table', 'released_as_completion', 'calibration', 'stored_entry',
-           'generate_dataset']
+           'parse_role', 'clean_role', 'fates_funnel', 'rejection_table', 'released_as_completion', 'calibration',
+           'stored_entry', 'generate_dataset']
 
 # %% ../../nbs/37_probes_build.ipynb #bd8c98a7
 @dataclass(frozen=True)
@@ -265,21 +265,22 @@ PAPER_REJECTIONS = {  # Appendix B: share of generated sentences (%) per categor
     'role': {'duplicates': 32.5, 'no pair or simple sentence': 14.3, 'empty lines': 8.5,
              'semantically wrong or wrong reversal': 7.4, 'instruction echo or partial': 5.3, 'kept': 32.0}}
 
+# %% ../../nbs/37_probes_build.ipynb #aad12151
+def fates_funnel(fates: pd.DataFrame, # `clean_neg` / `clean_role` fates
+                 kind: str # 'neg-gen' or 'role': the funnel's task
+                ) -> Funnel:
+    "The cleaning as a funnel: sentences in, kept, and every other sentence dropped for its reason (stage 'clean')."
+    f = Funnel()
+    f.add(kind, 'clean', **{'in': len(fates), 'kept': int((fates.reason == 'kept').sum())})
+    return f.drop_rows(fates[fates.reason != 'kept'].to_dict('records'), kind, 'clean')
+
 # %% ../../nbs/37_probes_build.ipynb #856b9fde
 def rejection_table(fates: pd.DataFrame, # `clean_neg` / `clean_role` fates
                     kind: str # 'neg-gen' or 'role' (for the paper's shares)
                    ) -> pd.DataFrame:
     "category, reason, sentences, share (%), paper_share (%): a row per reason and a total per category."
     reasons = NEG_REASONS if kind == 'neg-gen' else ROLE_REASONS
-    counts, n, rows = Counter(fates.reason), max(len(fates), 1), []
-    for cat in dict.fromkeys(reasons.values()):
-        members = [r for r, c in reasons.items() if c == cat]
-        total = sum(counts[r] for r in members)
-        rows.append(dict(category=cat, reason='(all)', sentences=total, share=100 * total / n,
-                         paper_share=PAPER_REJECTIONS[kind].get(cat)))
-        rows += [dict(category=cat, reason=r, sentences=counts[r], share=100 * counts[r] / n, paper_share=None)
-                 for r in members if len(members) > 1]
-    return pd.DataFrame(rows)
+    return fates_funnel(fates, kind).shares(kind, 'clean', reasons, PAPER_REJECTIONS[kind], 'sentences')
 
 # %% ../../nbs/37_probes_build.ipynb #8e73d601
 def released_as_completion(dataset: str # 'NEG-1500-SIMP-GEN', 'NEG-1500-SIMP-TEMP' or 'ROLE-1500'

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 import pandas as pd
 from ..core import DataError, SkipLog, record_provenance, raw_path, file_sha256, project_root
-from ..build import RunDir
+from ..build import Funnel, RunDir
 from ..data import read_jsonl_rows
 from .items import RECORD_FIELDS
 from .words import assign_roots
@@ -472,16 +472,15 @@ def winodict_report(records: list[dict], dropped: list[dict], sources: list[dict
     for src in by_sp: by_sp[src]['total'] = sum(by_sp[src].values())
     per_bucket = {b: dict(examples=n, distinct_words=len({r['word'] for r in records if r['bucket'] == b}))
                   for b, n in _counts(r['bucket'] for r in records).items()}
-    by_src_reason = defaultdict(dict)
-    for (src, why), n in _counts((d['source'], d['reason']) for d in dropped).items(): by_src_reason[src][why] = n
+    drops = Funnel().drop_rows(dropped, lambda d: d['source'], 'build')   # every dropped row, by source and reason
     lengths = {src: dict(sentence_words=_mean([len(r['original_sentence'].split())
                                                for r in items if r['source'] == src]),
                          definition_words=_mean([len(r['definition'].split()) for r in items if r['source'] == src]))
                for src in by_sp}
     return dict(seed=seed, sources=sources, examples=len(items), per_bucket=per_bucket, by_source_pos=dict(by_sp),
                 without_synonym=sum(r['synonym'] is None for r in items),
-                dropped_rows=len(dropped), dropped_by_reason=_counts(d['reason'] for d in dropped),
-                dropped_by_source=dict(by_src_reason),
+                dropped_rows=len(dropped), dropped_by_reason=drops.dropped(),
+                dropped_by_source={src: drops.dropped(src) for src in sorted({t for t, _ in drops.counts})},
                 mean_lengths=lengths, paper_table1=PAPER_TABLE1)
 
 # %% ../../nbs/12_winodict_build.ipynb #f53ee5e0

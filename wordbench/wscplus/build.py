@@ -14,15 +14,14 @@ from ..lm import GenerateRequest, LMFailure
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
-from ..build import RunDir, agreement, open_lm, read_annotations
-from ..build import annotation_sheet as blank_sheet
+from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_annotations
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',
-           'PAIR_LABEL', 'OBJECT_CHECKS', 'PAPER_VALIDITY', 'ANNOTATION_LABELS', 'CONTENT_NOTE',
+           'PAIR_LABEL', 'OBJECT_CHECKS', 'PAPER_VALIDITY', 'ANNOTATION_LABELS', 'ANNOTATION_COLUMNS', 'CONTENT_NOTE',
            'GENERATION_TEMPERATURES', 'generation_prompt', 'generation_primer', 'Candidate', 'scan_objects',
            'parse_object', 'validate_object', 'extract_objects', 'pair_objects', 'is_new', 'object_checks',
-           'words_changed', 'pair_checks', 'known_statements', 'reply_rows', 'yield_table', 'annotation_sheet',
+           'words_changed', 'pair_checks', 'known_statements', 'reply_rows', 'generation_funnel', 'yield_table',
            'annotation_agreement', 'generation_plan', 'generation_request', 'run_generation', 'default_generation_dir',
            'generation_temperature', 'build_generation']
 
@@ -293,22 +292,30 @@ def reply_rows(call: dict, # the call: template, query, category, bias, ...
 # %% ../../nbs/46_wscplus_build.ipynb #e6a0c030
 PAPER_VALIDITY = {'toe': 49.3, 'tot': 40.0, 'cot': 14.7}  # % valid (human), paper Fig. 3, Claude 2, WDQ+WIQ pooled
 
+# %% ../../nbs/46_wscplus_build.ipynb #ef0ebd6e
+def generation_funnel(calls: pd.DataFrame, # one row per call (model, template, query, requested)
+                      objects: pd.DataFrame, # one row per parsed object (with `passes_all`)
+                      failures: pd.DataFrame # one row per failed object (with `reason`)
+                     ) -> Funnel:
+    "Per model and template/query: objects requested (in), calls (asked), parsed, passing (kept), failures by reason."
+    f, stage = Funnel(), lambda r: f"{r['template']}/{r['query']}"
+    for c in calls.to_dict('records'): f.add(c['model'], stage(c), **{'in': c['requested'], 'asked': 1})
+    for o in objects.to_dict('records'): f.add(o['model'], stage(o), parsed=1, kept=int(o['passes_all']))
+    return f.drop_rows(failures.to_dict('records'), lambda r: r['model'], stage)
+
 # %% ../../nbs/46_wscplus_build.ipynb #e6a0c031
 def yield_table(calls: pd.DataFrame, # one row per call (model, template, query, requested, finish_reason)
                 objects: pd.DataFrame, # one row per parsed object (with `passes_all`)
                 failures: pd.DataFrame # one row per failed object (with `reason`)
                ) -> pd.DataFrame:
     "Per model × template × query: objects requested, parsed, passing all automatic checks, failures by reason."
-    by = ['model', 'template', 'query']
-    t = calls.groupby(by, sort=False).agg(calls=('request_hash', 'size'), requested=('requested', 'sum'),
-                                          truncated_calls=('finish_reason', lambda s: int((s == 'length').sum())))
-    t['parsed'] = objects.groupby(by).size().reindex(t.index, fill_value=0) if len(objects) else 0
-    t['passing_checks'] = objects.groupby(by).passes_all.sum().reindex(t.index, fill_value=0) if len(objects) else 0
+    t = calls.groupby(['model', 'template', 'query'], sort=False).agg(
+        truncated_calls=('finish_reason', lambda s: int((s == 'length').sum())))
+    w = generation_funnel(calls, objects, failures).wide('failed:').set_index(t.index)   # both in order of first call
+    t = t.join(w.rename(columns={'asked': 'calls', 'in': 'requested', 'kept': 'passing_checks'}))
     t['parsed_pct'], t['passing_pct'] = 100 * t.parsed / t.requested, 100 * t.passing_checks / t.requested
-    reasons = sorted(failures.reason.unique()) if len(failures) else []
-    for r in reasons:
-        t[f'failed:{r}'] = failures[failures.reason == r].groupby(by).size().reindex(t.index, fill_value=0)
-    t = t.reset_index()
+    counts = ['calls', 'requested', 'truncated_calls', 'parsed', 'passing_checks', 'parsed_pct', 'passing_pct']
+    t = t[counts + [c for c in t.columns if c.startswith('failed:')]].reset_index()
     t['paper_human_valid_pct'] = [PAPER_VALIDITY.get(tp, float('nan')) if q in ('wdq', 'wiq') else float('nan')
                                   for tp, q in zip(t.template, t['query'])]
     return t
@@ -317,11 +324,9 @@ def yield_table(calls: pd.DataFrame, # one row per call (model, template, query,
 ANNOTATION_LABELS = ('valid', 'semi-valid', 'invalid')
 
 # %% ../../nbs/46_wscplus_build.ipynb #e6a0c035
-def annotation_sheet(objects: pd.DataFrame) -> pd.DataFrame:
-    "One row per generated object, with the fields to judge and empty `annotator_1`, `annotator_2` columns."
-    cols = ['model', 'template', 'query', 'bias', 'pair_id', 'label', 'statement', 'pronoun', 'snippet', 'options',
-            'answer', 'reason', 'passes_all', 'content_note']
-    return blank_sheet(objects[cols].rename(columns={'passes_all': 'automatic_checks_passed'}), annotators=2)
+ANNOTATION_COLUMNS = {c: c for c in ('model', 'template', 'query', 'bias', 'pair_id', 'label', 'statement', 'pronoun',
+                                     'snippet', 'options', 'answer', 'reason')} | {
+    'passes_all': 'automatic_checks_passed', 'content_note': 'content_note'}  # object column -> the sheet's
 
 # %% ../../nbs/46_wscplus_build.ipynb #e6a0c037
 def annotation_agreement(path) -> dict: # a filled annotation sheet (CSV)
@@ -459,8 +464,9 @@ def build_generation(models: Sequence[str]=('smollm2-135m', 'gemma3-270m'), # mo
     calls_df, objects_df, failures_df = (pd.DataFrame([r for t in tables for r in t[k]])
                                          for k in ('calls', 'objects', 'failures'))
     ytab = yield_table(calls_df, objects_df, failures_df)
+    sheet = annotation_sheet(objects_df, 2, ANNOTATION_COLUMNS) if len(objects_df) else objects_df
     for name, df in (('calls', calls_df), ('objects', objects_df), ('failures', failures_df), ('yield', ytab),
-                     ('annotation_sheet', annotation_sheet(objects_df) if len(objects_df) else objects_df)):
+                     ('annotation_sheet', sheet)):
         run.table(name, df, float_format='%.4f')
     run.text('yield.md', ytab.to_markdown(index=False, floatfmt='.1f') + '\n')
     args = f"--models {' '.join(models)} --calls {calls} --pairs {pairs} --max-tokens {max_tokens}"
