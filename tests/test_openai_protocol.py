@@ -3,6 +3,7 @@ against a local stand-in that answers with what a fixed-weight tiny Llama over S
 equal the `hf` backend's on the same model; a slow one-slot server computes every request once."""
 import pytest
 from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure
+from wordbench.openai_endpoint import Endpoint
 from fixtures.vllm_standin import StandIn
 
 @pytest.fixture(scope='module')
@@ -64,8 +65,8 @@ def test_slow_server_computes_each_request_once(smol):
     with StandIn(smol.model, smol.tokenizer, delay=0.6) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=1,
                     max_concurrency=3, timeout=0.2)
-        # probed elsewhere; here only the scoring requests count
-        lm.endpoint = lm.endpoint.learn(prompt_logprobs='echo')
+        # probed elsewhere: the Endpoint is given, so only the scoring requests reach the server
+        lm._endpoint = Endpoint(prompt_logprobs='echo', token_ids=True)
         out = lm.loglikelihood(reqs)
         bodies = list(srv.bodies)
     assert not any(isinstance(o, LMFailure) for o in out), lm.failures
@@ -102,7 +103,8 @@ def test_refusal_recorded_and_raised(smol):
     from wordbench.openai_endpoint import LogprobAlignmentError
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none')
-        lm._alignment = LogprobAlignmentError('no echo here', 'use vLLM')   # as if the self-check had failed
+        def failed(): raise LogprobAlignmentError('no echo here', 'use vLLM')
+        lm.check_logprob_alignment = failed   # as if the self-check had failed (the probe runs it once)
         lm.require({GenerateRequest})
         with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
     assert lm.endpoint.prompt_logprobs is None

@@ -5,7 +5,7 @@
 # %% ../nbs/03b1_openai_endpoint.ipynb #4909982b
 from __future__ import annotations
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import httpx
 from fastcore.basics import patch
 from .core import ServerError
@@ -17,7 +17,7 @@ __all__ = ['KNOWN_QUIRKS', 'LOGPROB_FIX', 'ALIGNMENT_PROMPTS', 'Endpoint', 'serv
 # %% ../nbs/03b1_openai_endpoint.ipynb #a896fca9
 @dataclass(frozen=True)
 class Endpoint:
-    "What probing an endpoint found, fact by fact; never changed in place (`learn` gives a new one)."
+    "What probing an endpoint found, fact by fact: built once by the backend's probe, then only read."
     server: str|None = None   # a server with known quirks ('llama.cpp', 'llama-cpp-python'), else None
     prompt_logprobs: str|None = None   # 'echo'/'prompt_logprobs' (token-id prompts), 'echo-text'; None: refused
     scoring_refused: str|None = None   # why it cannot score, when it cannot
@@ -25,9 +25,10 @@ class Endpoint:
     chat: bool|None = None   # whether `/chat/completions` answers (the server has a chat template)
     slots: int|None = None   # requests it computes at once, as its `/props` reports them
     found: tuple = ()   # the facts above that have been probed, in the order they were found
+    refusal: Exception|None = field(default=None, compare=False, repr=False)   # the error scoring raises, if refused
     def knows(self, fact: str) -> bool: return fact in self.found
     def learn(self, **facts) -> Endpoint:
-        "This endpoint with `facts` found too."
+        "This endpoint with `facts` found too (the probe builds its `Endpoint` so, fact by fact)."
         return dataclasses.replace(self, found=self.found + tuple(k for k in facts if k not in self.found), **facts)
     def record(self) -> dict:
         "The facts found, by name, in the order found (the run record's `capabilities`)."

@@ -19,7 +19,7 @@ from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_
                                        server_slots, server_kind)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM']
+__all__ = ['RETRYABLE', 'FATAL', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM', 'probe_endpoint']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -84,7 +84,8 @@ class OpenAILM(LM):
                  max_retries: int=5, # retries per call on 429/5xx/timeouts/connection errors
                  backoff: float=1.0, # first retry wait in seconds, doubling
                  max_backoff: float=30.0, # cap on one wait, seconds
-                 logprob_tol: float=0.1): # max |difference| accepted by the log-prob self-check
+                 logprob_tol: float=0.1, # max |difference| accepted by the log-prob self-check
+                 endpoint: Endpoint|None=None): # what the endpoint serves, when known; None: probed once
         self.model, self.max_concurrency, self.logprob_tol = model, max_concurrency, logprob_tol
         self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
         limits = httpx.Timeout(read_timeout, connect=timeout, write=timeout, pool=None)
@@ -92,10 +93,15 @@ class OpenAILM(LM):
                                     timeout=limits, max_retries=0)
         tokenizer = offline_tokenizer(model) if tokenizer is None else (None if tokenizer == 'none' else tokenizer)
         self.tokenizer_name, self.batch_size, self._tok = tokenizer, batch_size, None
-        self.endpoint = Endpoint()   # what the probes found; replaced, never changed, as facts are found
         # failures: every LMFailure returned
         self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
-        self._lock, self._alignment, self._refusal, self._probed = threading.Lock(), None, None, False
+        self._lock, self._probing, self._endpoint, self._probed = threading.Lock(), threading.Lock(), endpoint, False
+    @property
+    def endpoint(self) -> Endpoint:
+        "What the endpoint serves: `probe_endpoint`'s answer, asked the first time anything needs it, then only read."
+        with self._probing:
+            if self._endpoint is None: self._endpoint = server_errors(probe_endpoint)(self)
+        return self._endpoint
     def identity(self) -> str:
         ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
          "plus `:serves=<...>` (`served`) once `probe` has run.")
@@ -134,11 +140,6 @@ def _fail(self: OpenAILM, error: str) -> LMFailure:
     return fail
 
 @patch
-def _learn(self: OpenAILM, **facts):
-    "Record `facts` found about the endpoint: a new `Endpoint` in place of the old."
-    with self._lock: self.endpoint = self.endpoint.learn(**facts)
-
-@patch
 def _map(self: OpenAILM, fn, requests) -> list:
     "`fn` over `requests` in order, at most `_workers()` at a time."
     requests = list(requests)
@@ -150,7 +151,6 @@ def _map(self: OpenAILM, fn, requests) -> list:
 @patch
 def _workers(self: OpenAILM) -> int:
     "Requests in flight at most: `max_concurrency`, capped by the server's reported slots."
-    if not self.endpoint.knows('slots'): self._learn(slots=server_slots(self.base_url))
     slots = self.endpoint.slots
     return max(1, min(self.max_concurrency, slots) if slots else self.max_concurrency)
 
@@ -174,7 +174,7 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
         stop = (*r.stop, PLAIN_CHAT_STOP)
         fmt, r = CHAT_FALLBACK, dataclasses.replace(r, messages=(), prompt=plain_chat_prompt(r.messages), stop=stop)
         kw['stop'] = list(stop)
-    if r.prompt is not None:   # token ids (as the hf backend builds them) where `_takes_ids` found them taken
+    if r.prompt is not None:   # token ids (as the hf backend builds them) where the probe found them taken
         prompt = encode_text(self._tokenizer(), r.prompt) if self.endpoint.token_ids else r.prompt
         out = self._call(self.client.completions.create, prompt=prompt, **kw)
     else:
@@ -198,7 +198,7 @@ def generate(self: OpenAILM, requests, progress=None) -> list:
     from tqdm.auto import tqdm
     requests = list(requests)
     self.counters['generate'] += len(requests)
-    if self.tokenizer_name and any(r.prompt is not None for r in requests): self._takes_ids()   # once, before threads
+    if requests: self.endpoint   # probed once, before the threads read it
     show = progress if progress is not None else len(requests) >= 32
     with tqdm(total=len(requests), disable=not show, file=sys.stderr, desc=f'{self.backend} generate') as pbar:
         def one(r):
@@ -258,16 +258,6 @@ def check_logprob_alignment(self: OpenAILM, prompts=ALIGNMENT_PROMPTS) -> list[d
                                                   f'the prompts gave {len(rows)} comparable tokens (need 2)')
     return rows
 
-@patch
-def _require_alignment(self: OpenAILM):
-    "Run `check_logprob_alignment` once per backend object; re-raise its error on every later use."
-    with self._lock: done = self._alignment
-    if done is None:
-        try: done = self.check_logprob_alignment()
-        except LogprobAlignmentError as e: done = e
-        with self._lock: self._alignment = done
-    if isinstance(done, Exception): raise done
-
 # %% ../nbs/03b_openai.ipynb #d67475ed
 @patch
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
@@ -285,16 +275,14 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
 
 # %% ../nbs/03b_openai.ipynb #159398c3
 @patch
-def _chat_probe(self: OpenAILM) -> bool:
+def _takes_chat(self: OpenAILM) -> bool:
     "Whether `/chat/completions` answers a one-token chat (a server without a chat template refuses it)."
-    if not self.endpoint.knows('chat'):
-        try: ok = bool(self._retry(self.client.chat.completions.create, model=self.model, max_tokens=1,
-                                   messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
-        except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
-        self._learn(chat=ok)
-    return self.endpoint.chat
+    try: return bool(self._retry(self.client.chat.completions.create, model=self.model, max_tokens=1,
+                                 messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
+    except FATAL[:2]: raise
+    except openai.APIStatusError: return False   # refused (400, 404, 422) or not implemented (501)
 
-OpenAILM.supports_chat = property(server_errors(OpenAILM._chat_probe))
+OpenAILM.supports_chat = property(server_errors(lambda self: bool(self.endpoint.chat)))
 
 # %% ../nbs/03b_openai.ipynb #3ba061e0
 @patch
@@ -343,70 +331,64 @@ def _probe_ids(self: OpenAILM) -> str|None:
 
 # %% ../nbs/03b_openai.ipynb #715c81f8
 @patch
-def _scoring_mode(self: OpenAILM) -> str:
+def _scoring_mode(self: OpenAILM, server: str|None) -> str:
     ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts), else 'echo-text'; "
      "`LogprobAlignmentError` naming the quirk and the fix when it gives none that can be trusted.")
-    if not self.endpoint.knows('server'): self._learn(server=server_kind(self.base_url))
-    if self.endpoint.server in KNOWN_QUIRKS:
-        raise LogprobAlignmentError(f'{self.identity()} is {self.endpoint.server}: '
-                                    f'{KNOWN_QUIRKS[self.endpoint.server]}', LOGPROB_FIX)
-    self._require_alignment()   # LogprobAlignmentError (a UserError) names the server's quirk and the fix
+    if server in KNOWN_QUIRKS:
+        raise LogprobAlignmentError(f'{self.identity()} is {server}: {KNOWN_QUIRKS[server]}', LOGPROB_FIX)
+    try: self.check_logprob_alignment()   # LogprobAlignmentError names the server's quirk and the fix
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise LogprobAlignmentError(f'{self.identity()} answered the log-prob self-check out of protocol '
+                                    f'({type(e).__name__}: {e})', LOGPROB_FIX) from e
     mode = self._probe_ids() if self.tokenizer_name else None
     if self.tokenizer_name and mode is None:
         _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', self.identity())
     return mode or 'echo-text'
 
 @patch
-def _require_scoring(self: OpenAILM) -> None:
-    ("Decide once how the endpoint scores (`endpoint.prompt_logprobs`; None and `scoring_refused` when it "
-     "cannot) and raise the reason when it cannot.")
-    if not self.endpoint.knows('prompt_logprobs'):
-        try: self._learn(prompt_logprobs=self._scoring_mode())
-        except LogprobAlignmentError as e:
-            self._refusal = e
-            self._learn(prompt_logprobs=None, scoring_refused=str(e))
-    if self.endpoint.prompt_logprobs is None:
-        raise self._refusal or LogprobAlignmentError(f'{self.identity()} serves no prompt log-probs', LOGPROB_FIX)
-
+def _refuse_scoring(self: OpenAILM) -> None:
+    "Raise why the endpoint cannot score (the probe's refusal), if it cannot."
+    e = self.endpoint
+    if e.prompt_logprobs is None:
+        raise e.refusal or LogprobAlignmentError(f'{self.identity()} serves no prompt log-probs', LOGPROB_FIX)
 
 # %% ../nbs/03b_openai.ipynb #47a13f8a
 @patch
-def _takes_ids(self: OpenAILM) -> bool:
-    "Whether `/completions` takes token-id prompts (only with a local tokenizer), probed once with one token."
-    if not self.endpoint.knows('token_ids'):
-        ok = self.endpoint.prompt_logprobs in ('echo', 'prompt_logprobs')   # already seen
-        if not ok and self._tokenizer() is not None:
-            ids = encode_text(self._tokenizer(), 'Hello')
-            try: ok = bool(self._retry(self.client.completions.create, model=self.model, prompt=ids, max_tokens=1,
-                                       temperature=0.0).choices)
-            except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError): ok = False
-        self._learn(token_ids=ok)
-    return self.endpoint.token_ids
-
+def _takes_ids(self: OpenAILM, scoring: str|None) -> bool:
+    "Whether `/completions` takes token-id prompts (only with a local tokenizer): known from `scoring`, else one token."
+    if scoring in ('echo', 'prompt_logprobs'): return True   # already seen
+    if self._tokenizer() is None: return False
+    try: return bool(self._retry(self.client.completions.create, model=self.model, max_tokens=1, temperature=0.0,
+                                 prompt=encode_text(self._tokenizer(), 'Hello')).choices)
+    except FATAL[:2]: raise
+    except openai.APIStatusError: return False
 
 # %% ../nbs/03b_openai.ipynb #c24fac48
+def probe_endpoint(lm: OpenAILM) -> Endpoint:
+    ("Everything `lm`'s endpoint serves, probed at once with a few tokens: server kind, scoring (or why not), "
+     "token-id prompts, chat, slots.")
+    e, refusal = Endpoint().learn(server=server_kind(lm.base_url)), None
+    try: e = e.learn(prompt_logprobs=lm._scoring_mode(e.server))
+    except LogprobAlignmentError as err: e, refusal = e.learn(prompt_logprobs=None, scoring_refused=str(err)), err
+    e = e.learn(token_ids=lm._takes_ids(e.prompt_logprobs), chat=lm._takes_chat(), slots=server_slots(lm.base_url))
+    return dataclasses.replace(e, refusal=refusal)
+
+# %% ../nbs/03b_openai.ipynb #330e623f
 @patch
 @server_errors
 def probe(self: OpenAILM) -> Endpoint:
-    ("Probe once, with a few tokens, everything the endpoint serves: scoring, token-id prompts, chat, slots; "
-     "the `Endpoint` (which `identity` then names).")
-    if not self._probed:
-        try: self._require_scoring()
-        except LogprobAlignmentError: pass   # recorded; `require` refuses scoring with it
-        self._takes_ids()
-        self._chat_probe()
-        self._workers()
-        self._probed = True
-    return self.endpoint
+    "The `Endpoint` (probed once), which `identity` names from now on."
+    e = self.endpoint
+    self._probed = True
+    return e
 
 @patch
 @server_errors
 def require(self: OpenAILM, kinds) -> None:
     ("Probe what the endpoint serves (`probe`, once); `UserError` (before any request of a task) when it cannot "
      "serve the request classes in `kinds`.")
-    if LoglikelihoodRequest in set(kinds): self._require_scoring()
     self.probe()
-
+    if LoglikelihoodRequest in set(kinds): self._refuse_scoring()
 
 # %% ../nbs/03b_openai.ipynb #b558c236
 @patch
@@ -433,7 +415,7 @@ def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
      "tokenizer is given, else one text prompt each; `UserError` when the endpoint cannot score.")
     requests = list(requests)
     if not requests: return []
-    self._require_scoring()
+    self._refuse_scoring()
     self.counters['loglikelihood'] += len(requests)
     mode = self.endpoint.prompt_logprobs
     if mode != 'echo-text': return self._score_ids(requests, mode)
