@@ -10,7 +10,7 @@ from typing import Sequence
 from .lm import LM, LMFailure, LoglikelihoodRequest
 
 # %% auto #0
-__all__ = ['log', 'ChoiceScores', 'distinct_scores', 'close_choices', 'decide', 'score_choices']
+__all__ = ['log', 'ChoiceScores', 'distinct_scores', 'close_choices', 'unique_best', 'decide', 'score_choices']
 
 # %% ../nbs/05_choices.ipynb #09ea01f6
 log = logging.getLogger(__name__)
@@ -41,11 +41,17 @@ def close_choices(scores: list, # per decision, `(logprob, is_greedy)` or `LMFai
         if best - second < margin: close.append(i)
     return close
 
+# %% ../nbs/05_choices.ipynb #7a48c645
+def unique_best(values: Sequence[float]) -> int|None:
+    "Index of the largest of `values`; None when several share it (a tie decides nothing)."
+    top = max(values)
+    return None if sum(v == top for v in values) > 1 else list(values).index(top)
+
 # %% ../nbs/05_choices.ipynb #538a4b7b
 def decide(results: Sequence) -> int|None: # one decision's `(logprob, is_greedy)` or `LMFailure` per alternative
-    "Index of the most likely alternative (the first on a tie); None if any alternative failed."
+    "Index of the most likely alternative; None if any alternative failed or the best two tie."
     if any(isinstance(x, LMFailure) for x in results): return None
-    return max(range(len(results)), key=lambda j: results[j][0])
+    return unique_best([x[0] for x in results])
 
 # %% ../nbs/05_choices.ipynb #173877e7
 def score_choices(lm: LM, # any backend, ideally a `CachedLM`

@@ -10,7 +10,7 @@ from typing import Sequence
 
 # %% auto #0
 __all__ = ['CHAT_TEMPLATES', 'LETTERS', 'ECHO_MIN', 'conversation', 'fold_system', 'ChatTemplate', 'render_chat', 'lettered',
-           'word_tokens', 'first_token_in', 'first_group', 'only_quoted', 'redact_echo_once', 'redact_echo']
+           'word_tokens', 'first_token_in', 'first_group', 'only_quoted', 'redact_echo_once', 'redact_echo', 'written']
 
 # %% ../nbs/07_prompts.ipynb #49969954
 def conversation(user: str, # the final user turn (the question)
@@ -105,23 +105,40 @@ def only_quoted(text: str, # a model's reply
 
 # %% ../nbs/07_prompts.ipynb #e8a10002
 ECHO_MIN = 40  # characters: a shorter shared stretch (a name, a phrase of the question) is kept
+_EDGE = ' \t\n;:,.!?-'  # what `lead` leaves with the reply: separators, not content
 
 # %% ../nbs/07_prompts.ipynb #e8a10003
 def redact_echo_once(reply: str, # what the model wrote
-                     prompt: str # the prompt it was given
+                     prompt: str, # the prompt it was given
+                     mark: str='[prompt echo: {} chars]', # what stands for an echo (`{}`: its length)
+                     keep: Sequence[str]=(), # texts a reply may quote as its answer: a stretch inside one stays
+                     lead: bool=False # leave an echo's leading punctuation and spaces (`;` after `2`) in the reply
                     ) -> str:
     "One pass: each of difflib's matching blocks of >= `ECHO_MIN` characters replaced (a repeated echo once)."
     blocks = difflib.SequenceMatcher(None, reply, prompt, autojunk=False).get_matching_blocks()
+    def start(b): return b.a + (len(s) - len(s.lstrip(_EDGE)) if lead and (s := reply[b.a:b.a + b.size]) else 0)
+    def quoted(b): return any(reply[b.a:b.a + b.size].strip(' .\n') in k for k in keep)
     out, at = [], 0
-    for b in (b for b in blocks if b.size >= ECHO_MIN):
-        out += [reply[at:b.a], f'[prompt echo: {b.size} chars]']
+    for b in (b for b in blocks if b.a + b.size - start(b) >= ECHO_MIN and not quoted(b)):
+        out += [reply[at:start(b)], mark.format(b.a + b.size - start(b))]
         at = b.a + b.size
     return ''.join(out) + reply[at:]
 
 # %% ../nbs/07_prompts.ipynb #e8a10004
 def redact_echo(reply: str, # what the model wrote
-                prompt: str # the prompt it was given
+                prompt: str, # the prompt it was given
+                mark: str='[prompt echo: {} chars]', # what stands for an echo (`{}`: its length)
+                keep: Sequence[str]=(), # texts a reply may quote as its answer (see `redact_echo_once`)
+                lead: bool=False # leave an echo's leading separators in the reply (see `redact_echo_once`)
                ) -> str:
     "`reply` with every verbatim copy (each one) of >= `ECHO_MIN` characters of `prompt` replaced by a marker."
-    while (out := redact_echo_once(reply, prompt)) != reply: reply = out
+    while (out := redact_echo_once(reply, prompt, mark, keep, lead)) != reply: reply = out
     return reply
+
+# %% ../nbs/07_prompts.ipynb #f1e1e666
+def written(reply: str, # what the model wrote
+            prompt: str, # the prompt it was given
+            keep: Sequence[str]=() # the answer options: quoting one whole is an answer, not an echo
+           ) -> str:
+    "Only what the model wrote: `reply` with every echo of `prompt` (see `redact_echo`) cut to a line break."
+    return redact_echo(reply, prompt, '\n', keep, lead=True)

@@ -12,7 +12,8 @@ from .core import stable_hash
 # %% auto #0
 __all__ = ['wilson_ci', 'exact_sign_flip_p', 'accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std',
            'paired_table', 'mcnemar_exact_p', 'mcnemar_power', 'power_curve', 'minimum_detectable_effect',
-           'paired_permutation_test', 'compare_correct', 'compare_models', 'cohen_kappa', 'fleiss_kappa']
+           'paired_permutation_test', 'compare_correct', 'compare_models', 'unit_accuracy', 'paired_units',
+           'cohen_kappa', 'fleiss_kappa']
 
 # %% ../nbs/08_stats.ipynb #ca2a9372
 def wilson_ci(count, # successes (a number or an array; may be fractional)
@@ -231,6 +232,35 @@ def compare_models(results: pd.DataFrame, # a task's results: `model`, `correct`
     ok = ~(both.failed_a.astype(bool) | both.failed_b.astype(bool))
     out = compare_correct(both.correct_a[ok].astype(int), both.correct_b[ok].astype(int), **kwargs)
     return dict(model_a=model_a, model_b=model_b, **out, n_failed=int((~ok).sum()))
+
+# %% ../nbs/08_stats.ipynb #f91d8835
+def unit_accuracy(correct, # per row: 1 right, 0 wrong (failed rows left out by the caller)
+                  units, # per row: the unit sampled (an item, a twin pair, a term)
+                  alpha: float=0.05 # 1 - the coverage
+                 ) -> dict:
+    "`value` (pooled accuracy), `lo`, `hi` (its Wilson interval over units), as proportions; `n`: the units."
+    correct, n = np.asarray(correct, dtype=float), len(set(np.asarray(units).tolist()))
+    value = float(correct.mean()) if len(correct) else np.nan
+    lo, hi = wilson_ci(value * n if n else 0, n, alpha)
+    return dict(value=value, lo=float(lo), hi=float(hi), n=n)
+
+# %% ../nbs/08_stats.ipynb #135a415d
+def paired_units(a, # side A's per-unit accuracy (proportions)
+                 b, # side B's, same units in the same order
+                 mde: bool=True, # also the minimum detectable difference (80 % power)
+                 r: int=2000 # simulations per power estimate of the MDE search
+                ) -> dict:
+    "Exact sign test of paired per-unit accuracies: `n`, `diff` (A - B), units won by each, `p`, `mde`."
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    wins_a, wins_b, n = int((a > b).sum()), int((b > a).sum()), len(a)
+    agree = 1 - (wins_a + wins_b) / n if n else np.nan
+    p = mcnemar_exact_p(wins_b, wins_a) if wins_a + wins_b else 1.0
+    found = np.nan
+    if mde and n and agree < 1:
+        try: found = minimum_detectable_effect(max(a.mean(), b.mean()), agree, n, r=r)
+        except ValueError: pass   # fractional units can make the 2x2 table it builds invalid
+    return dict(n=n, diff=float(a.mean() - b.mean()) if n else np.nan, wins_a=wins_a, wins_b=wins_b, p=float(p),
+                mde=float(found))
 
 # %% ../nbs/08_stats.ipynb #cb31c1b3
 def cohen_kappa(a: Sequence, # annotator A's label per item

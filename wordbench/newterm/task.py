@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from ..lm import LM, LMFailure, GenerateRequest
-from ..choices import decide
-from ..prompts import LETTERS, redact_echo
+from ..choices import decide, unique_best
+from ..prompts import LETTERS, lettered, redact_echo, written
 from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
@@ -114,7 +114,9 @@ def row(self: NewTermTask, it: dict, s, requests, responses) -> dict:
     "The result row: the item, the reply (prompt echoes redacted), the parsed answer and how the reply ended."
     g = responses[0]
     failed = isinstance(g, LMFailure)
-    pred, how = (None, '') if failed else parse_reply(it, g.text)
+    options = list(it.get('choices') or ())   # quoting one, as listed or not, is an answer and not an echo
+    own = '' if failed else written(g.text, said(requests[0]), options + lettered(options).split('\n'))
+    pred, how = (None, '') if failed else parse_reply(it, own)
     return dict(_item_fields(it, s), pred=pred or '', correct=pd.NA if failed else int(pred == it['label']),
                 failed=failed, invalid=not failed and pred is None, prompt_format=prompt_format(requests[0]), parse=how,
                 reply='' if failed else redact_echo(g.text, said(requests[0])),
@@ -178,8 +180,8 @@ def row(self: NewTermChoiceTask, it: dict, s, requests, scores) -> dict:
     failed = any(isinstance(x, LMFailure) for x in scores)
     labels, lps = _answer_labels(it, s.strategy), [np.nan if failed else x[0] for x in scores]
     per_byte = [lp / max(len(r.continuation.strip().encode()), 1) for lp, r in zip(lps, requests)]
-    pred = '' if failed else labels[decide(scores)]
-    norm = '' if failed else labels[int(np.argmax(per_byte))]
+    pick, pick_norm = (None, None) if failed else (decide(scores), unique_best(per_byte))   # a tie: no answer
+    pred, norm = ('' if i is None else labels[i] for i in (pick, pick_norm))
     return dict(_item_fields(it, s), answers='text' if s.strategy.endswith('-text') else 'letter',
                 **{f'lp{i}': lps[i] if i < len(lps) else np.nan for i in range(4)}, pred=pred, pred_norm=norm,
                 correct=pd.NA if failed else int(pred == it['label']), failed=failed,
@@ -238,10 +240,10 @@ def row(self: DeduceTask, it: dict, s, requests, responses) -> dict:
     "The guess and its similarity to the gold meaning (`correct` is not defined here: left empty)."
     g = responses[0]
     failed = isinstance(g, LMFailure)
-    guess = '' if failed else g.text.strip()
+    guess = '' if failed else written(g.text, said(requests[0])).strip()   # the guess without its echoes
     return dict(strategy=s.strategy, shots=s.shots, seed=s.seed, id=it['id'], label='', pred='', correct=pd.NA,
                 failed=failed, year=it['year'], line=it['line'], term_type=it['term_type'], term=it['term'],
-                meaning=it['meaning'], reply=redact_echo(guess, said(requests[0])),
+                meaning=it['meaning'], reply='' if failed else redact_echo(g.text.strip(), said(requests[0])),
                 finish_reason='' if failed else g.finish_reason,
                 max_tokens=requests[0].max_tokens,
                 similarity=np.nan if failed else meaning_similarity([guess], [it['meaning']])[0])

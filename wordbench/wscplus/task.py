@@ -18,7 +18,7 @@ from .splits import load_items
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context, primed_prompt
 from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
                                        self_consistency_vote)
-from ..prompts import redact_echo
+from ..prompts import redact_echo, written
 
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
@@ -111,16 +111,17 @@ def item_requests(item: dict, # a WSC+ item
     return tuple(GenerateRequest(**kw, temperature=SC_TEMPERATURE, seed=seed * st.k + i) for i in range(st.k))
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c015
-def _generation_columns(resps: list, options) -> dict:
-    "Answer columns of one greedy reply or of k self-consistency samples (each cut by `cut_at_stop`)."
+def _generation_columns(resps: list, options, asked: str) -> dict:
+    "Answer columns of one greedy reply or of k samples (each cut by `cut_at_stop`, read as `written`)."
     cuts = [cut_at_stop(g.text, STOP) for g in resps]   # a backend that ran to its cap is cut here
     resps = [g if c == g.text else replace(g, text=c, finish_reason='stop') for g, c in zip(resps, cuts)]
-    strict = [extract_answer(g.text) for g in resps]
-    lenient = [extract_answer_lenient(g.text, options) for g in resps]
+    own = [written(g.text, asked, options or ()) for g in resps]   # an echoed worked example is not an answer
+    strict = [extract_answer(t) for t in own]
+    lenient = [extract_answer_lenient(t, options) for t in own]
     if len(resps) == 1: (parse,), (loose,), votes = strict, lenient, ''
     else: (parse, votes), (loose, _) = self_consistency_vote(strict), self_consistency_vote(lenient)
     single = len(resps) == 1
-    return dict(parse=parse, loose=loose, votes=votes, paper_pred=paper_extract(resps[0].text) if single else None,
+    return dict(parse=parse, loose=loose, votes=votes, paper_pred=paper_extract(own[0]) if single else None,
                 finish_reason=','.join(g.finish_reason for g in resps), prompt_tokens=resps[0].prompt_tokens,
                 completion_tokens=sum(g.completion_tokens for g in resps),
                 reply=resps[0].text if single else json.dumps([g.text for g in resps], ensure_ascii=False))
@@ -128,7 +129,8 @@ def _generation_columns(resps: list, options) -> dict:
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c016
 def answer_row(item: dict, # the item
                strategy: str, # its strategy
-               responses: list # its responses, in request order
+               responses: list, # its responses, in request order
+               asked: str='' # the prompt's text: its echoes in a reply are not read as answers
               ) -> dict:
     "The answer columns of a result row: answer, rule, error class, paper and lenient answers, reply, scores."
     st, label = parse_strategy(strategy), item['label']
@@ -137,7 +139,7 @@ def answer_row(item: dict, # the item
     if st.protocol == 'score':
         c = dict(parse=Parse(decide(responses), 'loglikelihood'), loose=None, votes='', paper_pred=None, reply='',
                  finish_reason='', **{f'logprob{d}': r[0] for d, r in enumerate(responses)})
-    else: c = _generation_columns(responses, item.get('options'))
+    else: c = _generation_columns(responses, item.get('options'), asked)
     parse, loose = c.pop('parse'), c.pop('loose')
     out = dict(pred=parse.answer, correct=int(parse.answer == label), failed=False, invalid=parse.answer is None,
                rule=parse.rule, taxonomy=taxonomy(label, parse.answer, parse.rule), **c)
@@ -210,10 +212,10 @@ _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_e
 def row(self: WSCPlusTask, item, setting, requests, responses) -> dict:
     "One row: setting, item attributes, prompt format, the answer columns and a hash of the rendered template."
     st, first = parse_strategy(setting.strategy), requests[0]
-    answer = answer_row(item, setting.strategy, responses)
-    text = first.context if st.protocol == 'score' else first.prompt or first.messages[0][1]
     # what a reply may echo
     asked = getattr(first, 'prompt', None) or '\n'.join(c for _, c in getattr(first, 'messages', ()))
+    answer = answer_row(item, setting.strategy, responses, asked)
+    text = first.context if st.protocol == 'score' else first.prompt or first.messages[0][1]
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
                 **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol,
                 prompt_format=prompt_format(first, responses), k=st.k,
