@@ -42,13 +42,14 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
                     max_concurrency=3)
         if mode == 'prompt_logprobs':   # a server that refuses echo on token ids: vLLM's own field is used
             monkeypatch.setattr(lm, '_probe_ids', lambda: 'prompt_logprobs')
+        assert lm.endpoint.prompt_logprobs == mode   # probed first: its self-check on token ids sends a batch too
+        probed = len(srv.bodies)
         out = lm.loglikelihood(reqs)
-        assert lm.endpoint.prompt_logprobs == mode and not lm.failures
-        sent = [b for b in srv.bodies if isinstance(b['prompt'], list) and isinstance(b['prompt'][0], list)]
+        assert not lm.failures
+        scoring = srv.bodies[probed:]   # the scoring requests only
     assert max(abs(a[0] - b[0]) for a, b in zip(out, ref)) < 1e-4
     assert [a[1] for a in out] == [b[1] for b in ref]
     assert decisions(out, winodict_requests) == decisions(ref, winodict_requests)
-    scoring = [b for b in sent if len(b['prompt']) > 2]   # the probe sends 2 prompts
     assert len(scoring) == -(-len(reqs) // 5) and all(len(b['prompt']) <= 5 for b in scoring)
     assert all(b['temperature'] == 0 and b['max_tokens'] == 1 for b in scoring)
     assert all(b.get('echo') is True for b in scoring) if mode == 'echo' else all(b['prompt_logprobs'] == 1
@@ -93,8 +94,9 @@ def test_probe_recorded_in_identity(smol):
         assert lm.counters['http_calls'] == calls   # probed once
     assert before == f'openai:{srv.base_url}:standin:tok=smollm2-135m'
     assert lm.identity() == before + ':serves=ids+echo'   # the stand-in has no /chat/completions
+    # the probe also reads the window and the log-prob cap, which this stand-in does not state
     assert lm.endpoint.record() == {'server': None, 'prompt_logprobs': 'echo', 'token_ids': True, 'chat': False,
-                               'slots': None}
+                                    'slots': None, 'max_model_len': None, 'max_logprobs': None}
     assert smol.identity() == hf_identity and smol.identity().startswith('hf:')
 
 def test_refusal_recorded_and_raised(smol):

@@ -11,19 +11,22 @@ from fastcore.basics import patch
 from .core import ServerError
 
 # %% auto #0
-__all__ = ['KNOWN_QUIRKS', 'LOGPROB_FIX', 'ALIGNMENT_PROMPTS', 'Endpoint', 'server_slots', 'server_kind', 'LogprobAlignmentError',
-           'EchoToken', 'echo_tokens', 'alignment_candidates', 'prompt_positions']
+__all__ = ['KNOWN_QUIRKS', 'LOGPROB_FIX', 'ALIGNMENT_PROMPTS', 'Endpoint', 'server_slots', 'served_model', 'server_kind',
+           'LogprobAlignmentError', 'EchoToken', 'echo_tokens', 'alignment_candidates', 'prompt_positions',
+           'finish_reason']
 
 # %% ../nbs/03b1_openai_endpoint.ipynb #a896fca9
 @dataclass(frozen=True)
 class Endpoint:
     "What probing an endpoint found, fact by fact: built once by the backend's probe, then only read."
-    server: str|None = None   # a server with known quirks ('llama.cpp', 'llama-cpp-python'), else None
+    server: str|None = None   # 'vllm', 'sglang', or a server with quirks ('llama.cpp', 'llama-cpp-python'); None
     prompt_logprobs: str|None = None   # 'echo'/'prompt_logprobs' (token-id prompts), 'echo-text'; None: refused
     scoring_refused: str|None = None   # why it cannot score, when it cannot
     token_ids: bool|None = None   # whether `/completions` takes token-id prompts
     chat: bool|None = None   # whether `/chat/completions` answers (the server has a chat template)
     slots: int|None = None   # requests it computes at once, as its `/props` reports them
+    max_model_len: int|None = None   # the longest sequence it takes (prompt and reply), as `/v1/models` reports it
+    max_logprobs: int|None = None   # the most log-probs per token it gives (vLLM's `--max-logprobs`); None: no cap
     found: tuple = ()   # the facts above that have been probed, in the order they were found
     refusal: Exception|None = field(default=None, compare=False, repr=False)   # the error scoring raises, if refused
     def knows(self, fact: str) -> bool: return fact in self.found
@@ -54,11 +57,19 @@ def server_slots(base_url: str) -> int|None:
     n = _get_json(base_url, '/props').get('total_slots')
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
-def server_kind(base_url: str) -> str|None:
-    "A server with known quirks, by its own description: 'llama-cpp-python' (OpenAPI title), 'llama.cpp' (/props)."
+def served_model(base_url: str, model: str|None=None) -> dict:
+    "`model`'s entry (else the first) in `GET /v1/models`: vLLM and SGLang give `owned_by` and `max_model_len`."
+    rows = [d for d in _get_json(base_url, '/v1/models').get('data') or [] if isinstance(d, dict)]
+    return next((d for d in rows if d.get('id') == model), rows[0] if rows else {})
+
+def server_kind(base_url: str, model: str|None=None) -> str|None:
+    ("The server by its own description: 'llama-cpp-python' (OpenAPI title), 'llama.cpp' (/props), "
+     "'vllm' or 'sglang' (`owned_by` in /v1/models).")
     if 'llama.cpp Python' in str(_get_json(base_url, '/openapi.json').get('info', {}).get('title', '')):
         return 'llama-cpp-python'
-    return 'llama.cpp' if 'default_generation_settings' in _get_json(base_url, '/props') else None
+    if 'default_generation_settings' in _get_json(base_url, '/props'): return 'llama.cpp'
+    owner = served_model(base_url, model).get('owned_by')
+    return owner if owner in ('vllm', 'sglang') else None
 
 # %% ../nbs/03b1_openai_endpoint.ipynb #f9993fe3
 class LogprobAlignmentError(ServerError):
@@ -86,15 +97,26 @@ class EchoToken:
     logprob: float|None
     best: float|None
 
+def _prompt_rows(lp, prompt: str) -> list[tuple]:
+    ("`(text, offset, logprob, top)` of the echoed tokens, without the special tokens a server put first "
+     "(vLLM's BOS: log-prob None, offsets counted from it), offsets from their texts where there are none (SGLang).")
+    tops = lp.top_logprobs or [None] * len(lp.tokens)
+    rows = list(zip(lp.tokens, lp.text_offset, lp.token_logprobs, tops))
+    while len(rows) > 1 and rows[0][2] is None and not prompt.startswith(rows[0][0]): rows = rows[1:]
+    if rows and all(off == -1 for _, off, _, _ in rows):   # SGLang's `to_openai_style_logprobs`: -1 everywhere
+        ends = [0] + [len(''.join(r[0] for r in rows[:i + 1])) for i in range(len(rows))]
+        return [(t, ends[i], l, top) for i, (t, _, l, top) in enumerate(rows)]
+    base = rows[0][1] if rows else 0
+    return [(t, off - base, l, top) for t, off, l, top in rows]
+
 def echo_tokens(lp, # the `logprobs` of an echoed completion choice
                    prompt: str) -> list[EchoToken]:
-    ("The prompt's tokens from an echo response (generated tokens dropped); "
+    ("The prompt's tokens from an echo response (generated tokens and leading special tokens dropped); "
      "`LogprobAlignmentError` when they do not spell the prompt.")
     if lp is None or not lp.tokens or lp.text_offset is None or lp.token_logprobs is None:
         raise LogprobAlignmentError('the server returned no prompt log-probs for echo=True, logprobs=1')
-    tops = lp.top_logprobs or [None] * len(lp.tokens)
     toks, pos = [], 0
-    for text, off, l, top in zip(lp.tokens, lp.text_offset, lp.token_logprobs, tops):
+    for text, off, l, top in _prompt_rows(lp, prompt):
         if off >= len(prompt): break
         if off != pos:
             raise LogprobAlignmentError(f'token {text!r} has text_offset {off}, but the tokens before it end at {pos}')
@@ -132,3 +154,13 @@ def prompt_positions(choice: dict, # one choice of a completions response, as JS
     best = lambda row: max(v['logprob'] for v in row.values())
     return [None] + [(row[str(t)]['logprob'], row[str(t)]['logprob'] >= best(row) - 1e-6)
                      for t, row in zip(ids[1:], rows[1:])]
+
+# %% ../nbs/03b1_openai_endpoint.ipynb #2ecc7ca7
+def finish_reason(choice: dict, # one choice of a completions or chat response, as JSON
+                  stopped: bool) -> str: # whether the request gave stop strings
+    "`stop` (a stop string), `eos`, `length` or the server's word, from the engine's own field where it has one."
+    said = choice.get('finish_reason')
+    if said != 'stop': return 'length' if said == 'length' else said or 'unknown'
+    for field in ('stop_reason', 'matched_stop'):   # vLLM's, SGLang's
+        if field in choice: return 'stop' if isinstance(choice[field], str) else 'eos'
+    return 'stop' if stopped else 'eos'

@@ -4,22 +4,24 @@
 
 # %% ../nbs/03b_openai.ipynb #af7560eb
 from __future__ import annotations
-import os, sys, math, logging, threading, dataclasses
+import os, re, sys, math, logging, threading, dataclasses
 from concurrent.futures import ThreadPoolExecutor
 import openai, httpx
 from fastcore.basics import patch
 from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
 import functools
+from functools import partial
 from .core import UserError, ServerError
 from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
 from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_QUIRKS, LOGPROB_FIX,
                                        ALIGNMENT_PROMPTS, echo_tokens, alignment_candidates, prompt_positions,
-                                       server_slots, server_kind)
+                                       server_slots, server_kind, served_model, finish_reason)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM', 'probe_endpoint']
+__all__ = ['RETRYABLE', 'FATAL', 'LOGPROBS_PROBE', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM',
+           'probe_endpoint']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -183,8 +185,7 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     if isinstance(out, LMFailure): return out
     choice, usage = out.choices[0], getattr(out, 'usage', None)
     text = (choice.text if r.prompt is not None else choice.message.content) or ''
-    ended = 'stop' if r.stop else 'eos'   # the API's 'stop' also means the model ended its answer
-    reason = {'stop': ended, 'length': 'length'}.get(choice.finish_reason, choice.finish_reason or 'unknown')
+    reason = finish_reason(choice.model_dump(), bool(r.stop))   # vLLM's `stop_reason`, SGLang's `matched_stop`
     tokens = [getattr(usage, k, 0) or 0 for k in ('prompt_tokens', 'completion_tokens')]
     if r.stop and choice.finish_reason == 'stop' and not text.strip():   # the server stopped before any content:
         g = self._without_server_stop(r)                                 # `cut_at_stop` waits for content
@@ -329,20 +330,44 @@ def _probe_ids(self: OpenAILM) -> str|None:
         if all(r[-1][0] is not None and r[-1][0] <= 1e-3 for r in rows): return mode
     return None
 
+# %% ../nbs/03b_openai.ipynb #5c7d0c00
+@patch
+def check_id_alignment(self: OpenAILM, mode: str, # 'echo' or 'prompt_logprobs'
+                       prompts=ALIGNMENT_PROMPTS) -> list[dict]:
+    ("`check_logprob_alignment` on token-id prompts (BOS and all, as the `hf` backend builds them): "
+     "the comparisons, or `LogprobAlignmentError`.")
+    tok, asked = self._tokenizer(), []
+    for a in prompts:
+        ids = encode_text(tok, a)
+        for t, ref in alignment_candidates(self._next_top(ids, 5), self.logprob_tol):
+            one = tok.encode(t, add_special_tokens=False)
+            if len(one) == 1: asked.append(dict(prefix=a, token=t, generation=ref, ids=ids + one))
+    rows = self._batch_logprobs([r.pop('ids') for r in asked], mode) if asked else []
+    for r, row in zip(asked, rows):
+        r['echo'] = row[-1][0]
+        if abs(r['generation'] - r['echo']) > self.logprob_tol:
+            raise LogprobAlignmentError(f"{_BUG}. After {r['prefix']!r} (token ids), token {r['token']!r} has log-prob "
+                                        f"{r['generation']:.4f} when generated but {r['echo']:.4f} in the prompt "
+                                        f"({mode}).", LOGPROB_FIX)
+    if len(asked) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
+                                                   f'the prompts gave {len(asked)} comparable tokens (need 2)')
+    return asked
+
 # %% ../nbs/03b_openai.ipynb #715c81f8
 @patch
 def _scoring_mode(self: OpenAILM, server: str|None) -> str:
-    ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts), else 'echo-text'; "
-     "`LogprobAlignmentError` naming the quirk and the fix when it gives none that can be trusted.")
+    ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts, checked on ids), "
+     "else 'echo-text'; `LogprobAlignmentError` naming the quirk and the fix when it gives none to trust.")
     if server in KNOWN_QUIRKS:
         raise LogprobAlignmentError(f'{self.identity()} is {server}: {KNOWN_QUIRKS[server]}', LOGPROB_FIX)
-    try: self.check_logprob_alignment()   # LogprobAlignmentError names the server's quirk and the fix
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise LogprobAlignmentError(f'{self.identity()} answered the log-prob self-check out of protocol '
-                                    f'({type(e).__name__}: {e})', LOGPROB_FIX) from e
     mode = self._probe_ids() if self.tokenizer_name else None
     if self.tokenizer_name and mode is None:
         _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', self.identity())
+    check = partial(self.check_id_alignment, mode) if mode else self.check_logprob_alignment
+    try: check()   # `LogprobAlignmentError` names the server's quirk and the fix
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise LogprobAlignmentError(f'{self.identity()} answered the log-prob self-check out of protocol '
+                                    f'({type(e).__name__}: {e})', LOGPROB_FIX) from e
     return mode or 'echo-text'
 
 @patch
@@ -363,14 +388,31 @@ def _takes_ids(self: OpenAILM, scoring: str|None) -> bool:
     except FATAL[:2]: raise
     except openai.APIStatusError: return False
 
+# %% ../nbs/03b_openai.ipynb #70560e6f
+LOGPROBS_PROBE = 1000   # log-probs per token asked once: a server with a lower cap names it in its refusal
+
+@patch
+def _max_logprobs(self: OpenAILM) -> int|None:
+    "The most log-probs per token the server gives, read from its refusal of `LOGPROBS_PROBE` (vLLM's); None: no cap."
+    try: self._retry(self.client.completions.create, model=self.model, prompt='Hi', max_tokens=1, temperature=0.0,
+                     logprobs=LOGPROBS_PROBE)
+    except FATAL[:2]: raise
+    except openai.BadRequestError as e:   # vLLM: "... which is greater than max allowed: 20"
+        found = re.search(r'max(?:imum)?(?: allowed)?:? *(\d+)', str(e))
+        return int(found.group(1)) if found else None
+    except openai.APIStatusError: return None
+    return None
+
 # %% ../nbs/03b_openai.ipynb #c24fac48
 def probe_endpoint(lm: OpenAILM) -> Endpoint:
     ("Everything `lm`'s endpoint serves, probed at once with a few tokens: server kind, scoring (or why not), "
-     "token-id prompts, chat, slots.")
-    e, refusal = Endpoint().learn(server=server_kind(lm.base_url)), None
+     "token-id prompts, chat, slots, window, log-prob cap.")
+    e, refusal = Endpoint().learn(server=server_kind(lm.base_url, lm.model)), None
     try: e = e.learn(prompt_logprobs=lm._scoring_mode(e.server))
     except LogprobAlignmentError as err: e, refusal = e.learn(prompt_logprobs=None, scoring_refused=str(err)), err
     e = e.learn(token_ids=lm._takes_ids(e.prompt_logprobs), chat=lm._takes_chat(), slots=server_slots(lm.base_url))
+    e = e.learn(max_model_len=served_model(lm.base_url, lm.model).get('max_model_len'),
+                max_logprobs=None if e.server in KNOWN_QUIRKS else lm._max_logprobs())
     return dataclasses.replace(e, refusal=refusal)
 
 # %% ../nbs/03b_openai.ipynb #330e623f
@@ -393,19 +435,28 @@ def require(self: OpenAILM, kinds) -> None:
 # %% ../nbs/03b_openai.ipynb #b558c236
 @patch
 def _score_ids(self: OpenAILM, requests: list, mode: str) -> list:
-    "`(logprob, is_greedy)` per request from token-id prompts, `batch_size` a request; a failed batch: `LMFailure`s."
-    tok = self._tokenizer()
+    ("`(logprob, is_greedy)` per request from token-id prompts, `batch_size` a request; a prompt over the server's "
+     "window, or one it refuses, fails alone (`LMFailure`); a batch that fails otherwise fails whole.")
+    tok, window = self._tokenizer(), self.endpoint.max_model_len
     pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
     def run(batch):
         try: rows = self._batch_logprobs([pairs[i][0] + pairs[i][1] for i in batch], mode)
         except FATAL: raise
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
+            if len(batch) > 1: return run(batch[:len(batch) // 2]) + run(batch[len(batch) // 2:])
+            return [self._fail(f'{type(e).__name__}: {e}')]
         except (openai.APIError, LogprobAlignmentError) as e:
             return [self._fail(f'{type(e).__name__}: {e}')] * len(batch)
         cont = [row[len(pairs[i][0]):] for i, row in zip(batch, rows)]
         return [(sum(lp for lp, _ in c), all(g for _, g in c)) for c in cont]
-    step = max(1, self.batch_size)
-    return [x for b in self._map(run, [range(i, min(i + step, len(pairs))) for i in range(0, len(pairs), step)])
-            for x in b]
+    n = [len(c) + len(d) for c, d in pairs]
+    over = [i for i in range(len(pairs)) if window and n[i] >= window]   # refused here, one by one, with the reason
+    out = {i: self._fail(f"a prompt of {n[i]} tokens does not fit the server's window of {window} tokens "
+                         '(max_model_len; one more is generated)') for i in over}
+    todo, step = [i for i in range(len(pairs)) if i not in out], max(1, self.batch_size)
+    batches = [todo[i:i + step] for i in range(0, len(todo), step)]
+    for b, got in zip(batches, self._map(run, batches)): out.update(zip(b, got))
+    return [out[i] for i in range(len(pairs))]
 
 # %% ../nbs/03b_openai.ipynb #942aa1c9
 @patch
@@ -444,5 +495,10 @@ def _top(self: OpenAILM, r: TopKRequest):
 def topk(self: OpenAILM, requests, progress=None) -> list:
     "Top-k next tokens per `TopKRequest` (or `LMFailure`), from the generation path."
     requests = list(requests)
+    cap, k = self.endpoint.max_logprobs if requests else None, max((r.k for r in requests), default=0)
+    if cap is not None and k > cap:
+        raise UserError(f'{self.identity()} gives at most {cap} log-probs per token, and top-{k} was asked',
+                        f'serve the model with a larger cap (vLLM: --max-logprobs {k}; its default is 20) '
+                        f'or ask for k <= {cap}')
     self.counters['topk'] += len(requests)
     return self._map(self._top, requests)
