@@ -39,9 +39,17 @@ def fixture_bundle(tmp: Path) -> Path:
     return tmp/'bundle'
 
 
+def fresh(site: Path) -> bool:
+    "Whether a built site with a viewer is newer than every file it is built from."
+    if not (site/'viewer/index.html').exists(): return False
+    newest = max(p.stat().st_mtime for p in ws.site_sources(project_root()).values())
+    return (site/'index.html').stat().st_mtime > newest
+
+
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    "The site built into a temporary folder, with the real viewer bundle when there is one, else a fixture bundle."
+    "`_site` when `make site` left it fresh with a viewer; else built afresh with the real bundle or a fixture one."
+    if fresh(project_root()/'_site'): return project_root()/'_site'
     tmp = tmp_path_factory.mktemp('site')
     real = project_root()/'exports/inspect-viewer'
     bundle = real if (real/'index.html').exists() else fixture_bundle(tmp)
@@ -85,7 +93,7 @@ def test_every_page_loads_its_links_and_images(site, browser):
             broken |= {(page, u) for u in facts['links'] if u.startswith(base) and not target(site, u, base).exists()}
     assert not bad, bad
     assert not broken, sorted(broken)[:20]
-    assert images > 100, images   # the figures, inline in notebooks and as PNGs beside the tables
+    assert images > 30, images   # the figures: inline in the analysis notebooks, PNGs on the cards
 
 
 def test_a_card_shows_its_table_and_figure(site, browser):
@@ -109,7 +117,6 @@ def test_the_viewer_opens_a_sample_of_each_system(site, browser):
             sample = ws.log_sample(site/'viewer/logs'/systems[system])
             browser.get(base + ws.sample_url(systems[system], sample))
             body = ' '.join(ws.wait_for_text(browser, 'SCORE').split())
-            prompt = sample['input'] if isinstance(sample['input'], str) else sample['input'][-1]['content']
-            prompt = prompt if isinstance(prompt, str) else prompt[0]['text']
+            prompt = sample['input'] if isinstance(sample['input'], str) else sample['input'][-1].text
             assert 'INPUT' in body and ' '.join(prompt.split()[:4]) in body, (system, body[:500])
             assert not errors(browser, VIEWER_PROBES), system
