@@ -14,7 +14,8 @@ UV_VERSION := 0.9.30
 # test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
 DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly|ruff
 
-.PHONY: figures data results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock
+.PHONY: figures data results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock \
+  site site-env site-screenshots chromium-system
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
 # (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
@@ -53,7 +54,7 @@ benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval pa
 # pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints
 # the seed, and `make test PYTEST_ARGS=--randomly-seed=N` replays that order
 PYTEST_ARGS ?=
-test: setup test-env lint          ## ruff, then every notebook under nbval, plus tests/, in a random order
+test: setup test-env site-env lint chromium-system  ## ruff, then every notebook under nbval, plus tests/, in a random order
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider $(PYTEST_ARGS) nbs tests
 
 lint: test-env                     ## ruff on the notebooks, tests and package (rules in pyproject.toml)
@@ -61,6 +62,28 @@ lint: test-env                     ## ruff on the notebooks, tests and package (
 
 verify: env resources              ## recompute a seeded sample of every committed results file here and compare
 	$(BIN)/wordbench verify --grid $(GRID) --strategy-models $(STRATEGY_MODELS)
+
+# The site: MkDocs with mkdocs-jupyter, because both install from the package index as pure Python and render the
+# committed notebooks offline (nbdev's own builder needs Quarto, a binary download). `INSPECT_BUNDLE` names a folder
+# made by `inspect view bundle` (Inspect's static viewer of `wordbench export inspect`'s logs): it becomes viewer/.
+SITE ?= _site
+INSPECT_BUNDLE ?= $(EXPORTS)/inspect-viewer
+SITE_PACKAGES := mkdocs==1.6.1 mkdocs-material==9.8.2 mkdocs-jupyter==0.26.3 selenium==4.51.0
+SITE_STAMP := $(VENV)/.wordbench-site-installed
+site: site-env                     ## the static site of notebooks, figures, cards and samples into $(SITE)/ (offline)
+	$(BIN)/python -c 'from wordbench.site import build_site; build_site("$(SITE)", "$(INSPECT_BUNDLE)")'
+
+site-screenshots: site chromium-system  ## figures/site/*.png: the front page, a card and a sample, in headless Chromium
+	$(BIN)/python -c 'from wordbench.site import site_screenshots; site_screenshots("$(SITE)", "figures/site")'
+
+site-env: $(SITE_STAMP)            ## the site's builder and the browser test's driver (pinned)
+$(SITE_STAMP): $(STAMP)
+	$(PIP) install $(SITE_PACKAGES)
+	@touch $(SITE_STAMP)
+
+chromium-system:                   ## Debian's headless Chromium and its driver (tests/test_site.py drives the built site)
+	@test -x /usr/bin/chromedriver || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	  || echo "warning: could not install Debian's chromium; tests/test_site.py will be skipped"
 
 # llama.cpp's server (test-only) is built from source for any x86-64 CPU with AVX2 (x86-64-v3), never for the build
 # machine: no -march=native, AVX-512 and AMX off. A CPU can advertise AMX that its OS or hypervisor has not enabled,
