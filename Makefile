@@ -15,7 +15,7 @@ UV_VERSION := 0.9.30
 DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly|ruff
 
 .PHONY: figures data results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock \
-  site site-env site-screenshots chromium-system
+  site site-env site-screenshots chromium-system inspect-viewer
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
 # (`wordbench eval TASK --help` lists them); `GRID=cpu` is sized for 2 CPU cores, `GRID=full` is the papers'.
@@ -70,7 +70,12 @@ SITE ?= _site
 INSPECT_BUNDLE ?= $(EXPORTS)/inspect-viewer
 SITE_PACKAGES := mkdocs==1.6.1 mkdocs-material==9.8.2 mkdocs-jupyter==0.26.3 selenium==4.51.0
 SITE_STAMP := $(VENV)/.wordbench-site-installed
-site: site-env                     ## the static site of notebooks, figures, cards and samples into $(SITE)/ (offline)
+INSPECT_LOGS ?= $(EXPORTS)/inspect
+inspect-viewer: env                ## every results row as an Inspect sample ($(INSPECT_LOGS)/), and Inspect's static viewer
+	$(BIN)/wordbench export inspect --out $(INSPECT_LOGS)
+	$(BIN)/python -c 'from wordbench.inspect_export import inspect_bundle; inspect_bundle("$(INSPECT_LOGS)", "$(INSPECT_BUNDLE)")'
+
+site: site-env inspect-viewer      ## the static site of notebooks, figures, cards and samples into $(SITE)/ (offline)
 	$(BIN)/python -c 'from wordbench.site import build_site; build_site("$(SITE)", "$(INSPECT_BUNDLE)")'
 
 site-screenshots: site chromium-system  ## figures/site/*.png: the front page, a card and a sample, in headless Chromium
