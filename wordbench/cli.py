@@ -337,6 +337,43 @@ def _verify(a) -> int:
           + (f'{len(bad)} checks FAILED' if len(bad) else 'every decision, prediction and reply equal'))
     return 1 if len(bad) else 0
 
+# %% ../nbs/90_cli.ipynb #e7e97782
+def _check_server_parser(sub):
+    "`wordbench check-server`: a server's log-likelihoods against the `hf` backend's, task by task."
+    c = sub.add_parser('check-server', help="score a seeded sample of every scored task through a server and "
+                                            "the hf backend and compare (before a long run)")
+    c.set_defaults(func=_check_server)
+    c.add_argument('--base-url', required=True, help='the server, e.g. http://127.0.0.1:8000/v1')
+    c.add_argument('--model', required=True, help='the model name the server knows')
+    c.add_argument('--hf-model', default=None, help='the same model for the hf backend (default: --model)')
+    c.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every registered one)')
+    c.add_argument('--sample', type=int, default=8, help='decisions per task (default 8)')
+    c.add_argument('--seed', type=int, default=0, help="the sample's seed")
+    c.add_argument('--grid', default='cpu', help='the grid the sample is drawn from (default cpu)')
+    c.add_argument('--tolerance', type=float, default=None,
+                   help='largest |difference| of a score (default: measured, as verify)')
+    c.add_argument('--device', default=None, help='hf: cpu (default), cuda, cuda:N')
+    c.add_argument('--batch-size', type=int, default=8, help='hf: sequences per forward pass (default 8)')
+    c.add_argument('--backend-arg', action='append', metavar='KEY=VALUE',
+                   help='extra openai option, e.g. max_concurrency=8')
+    c.add_argument('--out', default=None, help='also write the table as CSV')
+
+# %% ../nbs/90_cli.ipynb #7f25bbd6
+def _check_server(a) -> int:
+    "`wordbench check-server ...`: one table, a verdict; exit 1 when the server disagrees with the hf backend."
+    from wordbench.check_server import check_tasks, check_verdict, server_lms
+    from wordbench.verify import SCORE_TOLERANCE
+    tol = SCORE_TOLERANCE if a.tolerance is None else a.tolerance
+    hf = {'batch_size': a.batch_size, **({'device': a.device} if a.device else {})}
+    server, ref = server_lms(a.base_url, a.model, a.hf_model, parse_key_values(a.backend_arg), hf)
+    table = check_tasks(server, ref, a.tasks, a.sample, a.seed, a.grid, tol,
+                        log=lambda m: print(m, file=sys.stderr, flush=True))
+    if a.out: table.to_csv(a.out, index=False)
+    print(table.drop(columns='ok', errors='ignore').to_markdown(index=False, floatfmt='.2g'))
+    line, ok = check_verdict(table, tol)
+    print(line)
+    return 0 if ok else 1
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -362,6 +399,7 @@ def _parser() -> argparse.ArgumentParser:
     _export_parser(sub)
     _report_parser(sub)
     _verify_parser(sub)
+    _check_server_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827

@@ -1,0 +1,63 @@
+"""`wordbench check-server` end to end: the stand-ins for vLLM and SGLang (`engine_standins.py`) serve SmolLM2-135M
+as the `hf` backend computes it, so a seeded sample of two scored tasks agrees (exit 0); a stand-in that moves one
+log-prob of one task's requests makes the check fail (exit 1) and name that task."""
+import pandas as pd
+import pytest
+from wordbench.cli import main
+from wordbench.lm import get_lm
+from engine_standins import EngineStandIn
+
+TASKS = ['winodict', 'newterm-coma-ll']   # two scored tasks; 2 decisions each: 12 requests
+
+
+class Perturbed(EngineStandIn):
+    "An engine stand-in that adds -1 nat to the last prompt token of the first prompt containing `marker`."
+    marker, done = '\nAnswer:', False
+    def complete(self, body: dict) -> dict:
+        from fixtures.vllm_standin import _prompts
+        out = super().complete(body)
+        for ids, choice in zip(_prompts(body['prompt'], self.tok), out['choices']):
+            lp = choice.get('logprobs')
+            if self.done or not lp or not body.get('echo') or self.marker not in self.tok.decode(ids): continue
+            lp['token_logprobs'][len(ids) - 1] -= 1.0
+            self.done = True
+        return out
+
+
+@pytest.fixture(scope='module')
+def ref():
+    "SmolLM2-135M on the `hf` backend: the stand-ins serve its model and tokenizer."
+    return get_lm('hf', 'smollm2-135m', batch_size=4)
+
+
+def check(srv, tmp_path, capsys) -> tuple[int, pd.DataFrame, str]:
+    "Run `wordbench check-server` against `srv`: exit status, the table written, the printed output."
+    out = tmp_path/'check.csv'
+    code = main(['check-server', '--base-url', srv.base_url, '--model', 'smollm2-135m', '--tasks', *TASKS,
+                 '--sample', '2', '--batch-size', '4', '--backend-arg', 'max_concurrency=2', '--out', str(out)])
+    return code, pd.read_csv(out), capsys.readouterr().out
+
+
+@pytest.mark.parametrize('engine', ['vllm', 'sglang'])
+def test_server_agrees(ref, engine, tmp_path, capsys):
+    "Every sampled request within 1e-4 of `hf`, every decision and greedy flag equal: exit 0."
+    with EngineStandIn(ref.model, ref.tokenizer, engine=engine, name='smollm2-135m', max_batch=4,
+                       max_model_len=2048) as srv:
+        code, table, printed = check(srv, tmp_path, capsys)
+    assert code == 0, printed
+    assert table.task.tolist() == TASKS and table.status.tolist() == ['ok', 'ok']
+    assert table.requests.tolist() == [4, 8] and table.failed.sum() == 0
+    assert table.max_abs_diff.max() < 1e-4
+    assert (table.decisions_differ.sum(), table.greedy_differ.sum()) == (0, 0)
+    assert 'every decision equal' in printed.splitlines()[-1]
+
+
+def test_server_disagrees(ref, tmp_path, capsys):
+    "One log-prob of one task moved by a nat: that task fails by name, the other passes, exit 1."
+    with Perturbed(ref.model, ref.tokenizer, engine='vllm', name='smollm2-135m', max_batch=4,
+                   max_model_len=2048) as srv:
+        code, table, printed = check(srv, tmp_path, capsys)
+    assert srv.done and code == 1
+    assert table.set_index('task').status.to_dict() == {'winodict': 'ok', 'newterm-coma-ll': 'FAIL'}
+    assert abs(table.max_abs_diff.max() - 1.0) < 1e-3
+    assert printed.splitlines()[-1].endswith('FAILED: newterm-coma-ll')
