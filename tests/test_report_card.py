@@ -23,7 +23,8 @@ def test_report_runs_a_model_and_writes_every_section(tmp_path):
     page = (card/'README.md').read_text()
     for section in ['# Report card: toy', '## Protocol and replies', '## wscplus: ', '## newterm-coma: ',
                     '## newterm-coma-ll: ', 'Wilson 95%', '| setting | this model | 95% CI | n |',
-                    'paper: GPT-4', 'always neither', 'paper: Llama-2-Chat-7B', 'chance', 'unparsable %']:
+                    'paper: GPT-4', 'always neither', 'paper: Llama-2-Chat-7B', 'chance', 'unparsable %',
+                    'base (clean), summed log-prob |', 'base (clean), per byte (acc_norm) |', "lm-eval's acc_norm"]:
         assert section in page, section
     html = (card/'index.html').read_text()
     assert html.count('<table') == 1 + len(TASKS) and '<img src="card.png"' in html

@@ -12,7 +12,7 @@ from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import 
 # %% auto #0
 __all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_LEARNED_THRESHOLD', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED',
            'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CARD_MODELS',
-           'NEWTERM_CARDS', 'newterm_card_rows']
+           'LL_DECISIONS', 'NEWTERM_CARDS', 'newterm_card_rows']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
 PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 744, ('2023', 'clean'): 715}  # items
@@ -56,26 +56,38 @@ PAPER_MISMATCH_SHARES = {'Multi': 22.11, 'Zero': 51.19, 'Wrong': 26.70}  # §C.2
 # %% ../../nbs/28b_newterm_paper.ipynb #1769efef
 CARD_MODELS = ('GPT-4-0613', 'Llama-2-Chat-7B', 'Average')     # Table 1 rows shown on a card
 
+# %% ../../nbs/28b_newterm_paper.ipynb #8927bad5
+LL_DECISIONS = {'summed log-prob': ('correct', 'pred'),  # card row -> (correct, answer) columns
+                'per byte (acc_norm)': ('correct_norm', 'pred_norm')}
+
 # %% ../../nbs/28b_newterm_paper.ipynb #94677d6c
 def newterm_card_rows(task: str, # 'COMA', 'COST' or 'CSJ'
                       res: pd.DataFrame) -> list[dict]: # one model's rows of that task (either protocol)
-    "Per year and Base/Gold on clean items: our accuracy, chance, the majority label, Table 1's models (Base)."
+    "Per year, Base/Gold (clean) and `LL_DECISIONS` (`-ll`): ours, chance, the majority, Table 1's models (Base)."
     out, col = [], TABLE1_COLUMNS.index(task)
+    papers = [m for m in CARD_MODELS if m in PAPER_TABLE1]
     clean = res[res.clean.fillna(False).astype(bool) & res.setting.isin(['base', 'gold'])]
+    ways = LL_DECISIONS if 'correct_norm' in res.columns else {'': ('correct', 'pred')}
     for (year, setting), g in clean.groupby(['year', 'setting'], sort=True):
-        s = f'{year} {setting} (clean)'
-        out += [ours_row(s, g), ref_row(s, 'baseline', 'chance', 100 / CHOICES[task]),
-                majority_row(s, g[~g.failed.astype(bool)])]
-        if setting == 'base':
-            off = 0 if str(year) == '2022' else len(TABLE1_COLUMNS)
-            out += [ref_row(s, 'paper', m, PAPER_TABLE1[m][off + col]) for m in CARD_MODELS if m in PAPER_TABLE1]
+        off = 0 if str(year) == '2022' else len(TABLE1_COLUMNS)
+        for way, (c, p) in ways.items():
+            s = f'{year} {setting} (clean)' + (f', {way}' if way else '')
+            pick = g.assign(correct=g[c], pred=g[p]) if way else g
+            out += [ours_row(s, pick), ref_row(s, 'baseline', 'chance', 100 / CHOICES[task]),
+                    majority_row(s, g[~g.failed.astype(bool)])]
+            if setting == 'base':
+                out += [ref_row(s, 'paper', m, PAPER_TABLE1[m][off + col]) for m in papers]
     return out
 
 # %% ../../nbs/28b_newterm_paper.ipynb #2d6e40ba
+_LL_METRIC = ('; each cell twice: the answer with the highest summed log-prob, '
+              "and with the highest log-prob per byte of its text (lm-eval's acc_norm)")
+
 def _card(task: str, ll: bool) -> Card:
     name = f"newterm-{task.lower()}{'-ll' if ll else ''}"
     how = 'log-likelihood of each answer' if ll else 'generated reply, parsed'
-    return register_card(Card(name, f'NewTerm {task} ({how})', 'accuracy (%) on clean items, Base and Gold',
-                              lambda res: newterm_card_rows(task, res)))
+    metric = 'accuracy (%) on clean items, Base and Gold' + (_LL_METRIC if ll else '')
+    rows = lambda res: newterm_card_rows(task, res)
+    return register_card(Card(name, f'NewTerm {task} ({how})', metric, rows))
 
 NEWTERM_CARDS = [_card(t, ll) for t in TASK_ORDER for ll in (False, True)]
