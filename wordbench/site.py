@@ -10,7 +10,7 @@ from .core import project_root
 from .systems import builtin_systems
 
 # %% auto #0
-__all__ = ['CHROMIUM', 'CHROMEDRIVER', 'site_sources', 'bundle_logs', 'system_of_task', 'system_page', 'site_config',
+__all__ = ['GUIDES', 'CHROMIUM', 'CHROMEDRIVER', 'site_sources', 'bundle_logs', 'system_of_task', 'system_page', 'site_config',
            'stage_site', 'build_site', 'RangeHandler', 'serve_site', 'chromium', 'log_sample', 'sample_url',
            'wait_for_text', 'site_screenshots']
 
@@ -49,12 +49,17 @@ def system_page(system: str, prose: str, sources: dict, logs: dict) -> str:
     return prose.rstrip() + '\n' + ''.join(f'\n## {k}\n\n{v}' for k, v in sections.items())
 
 # %% ../nbs/89d_site.ipynb #2dbcbe3c
+GUIDES = ['your-model.md', 'reliability.md', 'main-job.md', 'at-scale.md', 'browsing.md', 'contributing.md']
+
 def site_config(sources: dict, systems) -> dict:
     "The MkDocs configuration: Material without web fonts, notebooks rendered as committed, a navigation by kind."
     cards = [p for p in sources if re.fullmatch(r'figures/models/[^/]+/README\.md', p)]
     jupyter = {'include': ['*.ipynb'], 'execute': False, 'custom_mathjax_url': 'data:text/javascript,',
                'cache_dir': str(project_root()/'.cache/mkdocs-jupyter')}   # rendered once per notebook's content
+    pages = [p for p in sources if '/' not in p and p != 'index.md' and p[:-3] not in systems]
+    guides = sorted(pages, key=lambda p: (GUIDES.index(p) if p in GUIDES else len(GUIDES), p))  # others last
     nav = [{'Home': 'index.md'}, {'Systems': [f'{s}.md' for s in systems if f'{s}.md' in sources]},
+           {'Guides': guides},
            {'Report cards': cards}, {'Figures': ['figures/README.md', *[p for p in sources if '/notebooks/' in p]]},
            {'Library': [p for p in sources if p.startswith('api/')]}]
     return {'site_name': 'wordbench', 'use_directory_urls': True, 'theme': {'name': 'material', 'font': False},
