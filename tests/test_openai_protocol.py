@@ -1,10 +1,14 @@
 """The `openai` backend speaking vLLM's completions protocol (token-id prompts, batches, `echo`, `prompt_logprobs`)
 against a local stand-in that answers with what a fixed-weight tiny Llama over SmolLM2's tokenizer computes: scores
-equal the `hf` backend's on the same model; a slow one-slot server computes every request once."""
+equal the `hf` backend's on the same model; a slow one-slot server computes every request once. Against a stand-in
+of fixed capacity (S slots, sleep per token): the pool is sized from the slots and keeps them busy, a queue wait is
+never a timeout, and a run stopped half-way keeps what finished."""
+import time
 import pytest
 from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure
 from wordbench.openai_endpoint import Endpoint
 from fixtures.vllm_standin import StandIn
+from fixtures.capacity_standin import CapacityStandIn
 
 @pytest.fixture(scope='module')
 def smol():
@@ -127,3 +131,64 @@ def test_generate_token_id_prompts(smol):
     assert sent == sorted(encode_text(smol.tokenizer, r.prompt) for r in reqs)
     assert [o.text for o in out] == [o.text for o in ref], (out, ref)
     assert [o.completion_tokens for o in out] == [5, 3]
+
+def _gen(n: int, tokens: int=5) -> list:
+    from wordbench.lm import GenerateRequest
+    return [GenerateRequest(prompt=f'request {i}', max_tokens=tokens) for i in range(n)]
+
+def _client(srv, **kw):
+    "The openai backend on a capacity stand-in (text prompts), probed: llama.cpp by its /props, with its slots."
+    from wordbench.lm import GenerateRequest
+    lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none', max_retries=0, **kw)
+    lm.require({GenerateRequest})
+    return lm
+
+def test_pool_sized_from_slots_keeps_server_busy(tmp_path):
+    "Slots reported on /props size the pool: every slot busy, none queued; the old 4-in-flight client uses 4."
+    from wordbench.cache import CachedLM
+    with CapacityStandIn(8, 0.01) as srv:
+        lm = _client(srv)
+        assert lm.endpoint.slots == 8 and lm._workers() == 8
+        before, t0 = srv.stats(), time.perf_counter()
+        out = CachedLM(lm, tmp_path/'a.sqlite').generate(_gen(64, 10))
+        wall, after = time.perf_counter() - t0, srv.stats()
+        assert not lm.failures and all(o.completion_tokens == 10 for o in out)
+        assert after['requests'] - before['requests'] == 64 and after['max_active'] == 8
+        assert (after['busy_s'] - before['busy_s']) / (8 * wall) > 0.5   # >= 0.9 on an idle machine
+        old = _client(srv, max_concurrency=4)
+        CachedLM(old, tmp_path/'b.sqlite', streaming=False).generate(_gen(16))
+    with CapacityStandIn(64, 0.01) as srv:
+        CachedLM(_client(srv, max_concurrency=4), tmp_path/'c.sqlite', streaming=False).generate(_gen(16))
+        assert srv.stats()['max_active'] == 4
+
+def test_queue_wait_is_not_a_timeout():
+    "One slot, six requests of 0.2 s and a 0.5 s read timeout: they wait their turn in the client, none times out."
+    with CapacityStandIn(1, 0.05) as srv:
+        lm = _client(srv, read_timeout=0.5)
+        t0 = time.perf_counter()
+        out = lm.generate(_gen(6, 4))
+        assert time.perf_counter() - t0 > 1.0 and not lm.failures, lm.failures
+        assert [o.completion_tokens for o in out] == [4] * 6 and srv.stats()['max_active'] == 1
+
+def test_stopped_run_keeps_what_finished(tmp_path):
+    "A run that breaks half-way keeps every answer that arrived; the rerun asks the server only for the rest."
+    from wordbench.cache import CachedLM
+    reqs = _gen(40)
+    with CapacityStandIn(4, 0.01) as srv:
+        lm = _client(srv)
+        chat = lm._chat
+        def breaking(r):
+            if r.prompt == 'request 20':
+                time.sleep(0.3)
+                raise RuntimeError('killed')
+            return chat(r)
+        lm._chat = breaking
+        cache = CachedLM(lm, tmp_path/'c.sqlite', chunk_size=1000, commit_s=1000)
+        with pytest.raises(RuntimeError, match='killed'): cache.generate(reqs)
+        kept = cache.con.execute('SELECT COUNT(*) FROM results').fetchone()[0]
+        assert 10 < kept < 40
+        while srv.stats()['active']: time.sleep(0.05)   # requests in flight when it broke finish, unkept
+        lm._chat, sent = chat, srv.stats()['requests']
+        out = cache.generate(reqs)
+        assert cache.last == {'computed': 40 - kept, 'cached': kept, 'failed': 0}
+        assert srv.stats()['requests'] - sent == 40 - kept and all(o.completion_tokens == 5 for o in out)

@@ -115,11 +115,15 @@ def connect(path, timeout: float=120.0) -> sqlite3.Connection:
 # %% ../nbs/03a_cache.ipynb #bc06580b
 class CachedLM(LM):
     "Wrap `lm` so every result is looked up in, and saved to, a SQLite database."
+    streaming, commit_s = True, 2.0   # what a cache pickled before these options existed does
     def __init__(self, lm: LM, # any backend
                  path=None, # database file or folder (see `cache_file`); default `default_cache_path()`
-                 chunk_size: int=256, # requests per inner call; each chunk is committed when done
-                 progress: bool|None=None): # progress bar over chunks (default: more than one chunk)
+                 chunk_size: int=256, # requests per inner call (or answers per commit when streamed)
+                 progress: bool|None=None, # progress bar (default: more than one chunk)
+                 streaming: bool=True, # a backend with `stream` gets all misses at once (False: chunk by chunk)
+                 commit_s: float=2.0): # streamed: commit at least this often, seconds
         self.lm, self.path, self.chunk_size, self.progress = lm, cache_file(path), chunk_size, progress
+        self.streaming, self.commit_s = streaming, commit_s
         warn_network_cache(self.path)
         self.backend, self._cons = lm.backend, {}
         self.last = {'computed': 0, 'cached': 0, 'failed': 0}
@@ -176,24 +180,52 @@ def store(self: CachedLM, method: str, items) -> int:
 @patch
 def _call(self: CachedLM, method: str, requests: Sequence, progress: bool|None=None) -> list:
     "Cached `self.lm.<method>(requests)`."
-    from tqdm.auto import tqdm
     keys = [request_key(self.lm, method, r) for r in requests]
     found = self.lookup(keys)
     hits = sum(k in found for k in keys)
     todo = list({k: r for k, r in zip(keys, requests) if k not in found}.items())
-    chunks = [todo[i:i + self.chunk_size] for i in range(0, len(todo), self.chunk_size)]
-    failed = {}
-    show = next(p for p in (progress, self.progress, len(chunks) > 1) if p is not None)
-    desc = f'{self.backend} {method} (chunks of {self.chunk_size})'
-    for chunk in tqdm(chunks, disable=not show, file=sys.stderr, desc=desc):
-        results = getattr(self.lm, method)([r for _, r in chunk], progress=False if show else progress)
-        self.store(method, [(k, r, res) for (k, r), res in zip(chunk, results)])
-        for (k, _), res in zip(chunk, results):
+    # streamed only by a backend whose class has `stream` (a wrapper that merely delegates it would be bypassed)
+    failed, stream = {}, self.streaming and callable(getattr(type(self.lm), 'stream', None))
+    for items in (self._streamed if stream else self._chunked)(method, todo, progress):
+        for k, _, res in items:
             if isinstance(res, LMFailure): failed[k] = res
             else: found[k] = json.loads(json.dumps(asdict(res) if isinstance(res, (Generation, TopK)) else res))
     self.last = {'computed': len(todo), 'cached': hits, 'failed': len(failed)}
     for k, v in self.last.items(): self.counters[k] += v
     return [failed[k] if k in failed else decode_result(method, found[k]) for k in keys]
+
+@patch
+def _chunked(self: CachedLM, method: str, todo: list, progress=None):
+    "Compute `(key, request)` pairs `chunk_size` per call; each chunk's `(key, request, result)`s once stored."
+    from tqdm.auto import tqdm
+    chunks = [todo[i:i + self.chunk_size] for i in range(0, len(todo), self.chunk_size)]
+    show = next(p for p in (progress, self.progress, len(chunks) > 1) if p is not None)
+    desc = f'{self.backend} {method} (chunks of {self.chunk_size})'
+    for chunk in tqdm(chunks, disable=not show, file=sys.stderr, desc=desc):
+        results = getattr(self.lm, method)([r for _, r in chunk], progress=False if show else progress)
+        items = [(k, r, res) for (k, r), res in zip(chunk, results)]
+        self.store(method, items)
+        yield items
+
+@patch
+def _streamed(self: CachedLM, method: str, todo: list, progress=None):
+    ("Hand all `(key, request)` pairs to the backend's `stream`; commit answers as they arrive (`chunk_size` or "
+     "`commit_s`), and what finished when it stops; yield each batch once stored.")
+    from tqdm.auto import tqdm
+    show = next(p for p in (progress, self.progress, len(todo) > self.chunk_size) if p is not None)
+    batch, last = [], time.monotonic()
+    with tqdm(total=len(todo), disable=not show, file=sys.stderr, desc=f'{self.backend} {method}') as bar:
+        try:
+            for i, res in self.lm.stream(method, [r for _, r in todo]):
+                batch.append((*todo[i], res))
+                bar.update(1)
+                if len(batch) >= self.chunk_size or time.monotonic() - last >= self.commit_s:
+                    done, batch, last = batch, [], time.monotonic()
+                    self.store(method, done)
+                    yield done
+        finally:
+            if batch: self.store(method, batch)   # answers that finished before an error or an interrupt
+    if batch: yield batch
 
 # %% ../nbs/03a_cache.ipynb #41625cc0
 @patch
@@ -224,5 +256,6 @@ def exact(self: CachedLM) -> LM|None:
     twin = self.lm.exact()
     if twin is None: return None
     if twin is self.lm: return self
-    if '_exact' not in self.__dict__: self._exact = CachedLM(twin, self.path, self.chunk_size, self.progress)
+    if '_exact' not in self.__dict__:
+        self._exact = CachedLM(twin, self.path, self.chunk_size, self.progress, self.streaming, self.commit_s)
     return self._exact

@@ -24,7 +24,7 @@ class Endpoint:
     scoring_refused: str|None = None   # why it cannot score, when it cannot
     token_ids: bool|None = None   # whether `/completions` takes token-id prompts
     chat: bool|None = None   # whether `/chat/completions` answers (the server has a chat template)
-    slots: int|None = None   # requests it computes at once, as its `/props` reports them
+    slots: int|None = None   # requests it computes at once, as it reports them (`server_slots`)
     max_model_len: int|None = None   # the longest sequence it takes (prompt and reply), as `/v1/models` reports it
     max_logprobs: int|None = None   # the most log-probs per token it gives (vLLM's `--max-logprobs`); None: no cap
     found: tuple = ()   # the facts above that have been probed, in the order they were found
@@ -53,9 +53,12 @@ def _get_json(base_url: str, path: str) -> dict:
     return out if isinstance(out, dict) else {}
 
 def server_slots(base_url: str) -> int|None:
-    "Requests a server computes at once, as its `/props` reports them (llama.cpp's `total_slots`), or None."
-    n = _get_json(base_url, '/props').get('total_slots')
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    ("Requests a server computes at once, as it reports them: llama.cpp's `/props` `total_slots`, else SGLang's "
+     "`/get_server_info` `max_running_requests` (or a `max_num_seqs` there); None when it says nothing.")
+    ok = lambda n: isinstance(n, int) and not isinstance(n, bool) and n > 0
+    if ok(n := _get_json(base_url, '/props').get('total_slots')): return n
+    info = _get_json(base_url, '/get_server_info')
+    return next((n for n in (info.get('max_running_requests'), info.get('max_num_seqs')) if ok(n)), None)
 
 def served_model(base_url: str, model: str|None=None) -> dict:
     "`model`'s entry (else the first) in `GET /v1/models`: vLLM and SGLang give `owned_by` and `max_model_len`."

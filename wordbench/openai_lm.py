@@ -4,11 +4,12 @@
 
 # %% ../nbs/03b_openai.ipynb #af7560eb
 from __future__ import annotations
-import os, re, sys, math, logging, threading, dataclasses
-from concurrent.futures import ThreadPoolExecutor
+import os, re, sys, math, random, inspect, itertools, logging, threading, dataclasses
+from concurrent.futures import ThreadPoolExecutor, wait, FIRST_COMPLETED
+from typing import Iterator
 import openai, httpx
 from fastcore.basics import patch
-from tenacity import Retrying, retry_if_exception, wait_exponential, stop_after_attempt
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
 import functools
 from functools import partial
 from .core import UserError, ServerError
@@ -20,8 +21,8 @@ from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_
                                        server_slots, server_kind, served_model, finish_reason)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'LOGPROBS_PROBE', 'retry_policy', 'server_errors', 'offline_tokenizer', 'OpenAILM',
-           'probe_endpoint']
+__all__ = ['RETRYABLE', 'FATAL', 'DEFAULT_CONCURRENCY', 'LOGPROBS_PROBE', 'jittered_backoff', 'retry_policy', 'server_errors',
+           'offline_tokenizer', 'OpenAILM', 'probe_endpoint']
 
 # %% ../nbs/03b_openai.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -32,29 +33,51 @@ RETRYABLE = (openai.RateLimitError, openai.APIConnectionError, openai.InternalSe
 FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 # %% ../nbs/03b_openai.ipynb #fb6b8a24
+def jittered_backoff(backoff: float=1.0, # the first wait's ceiling in seconds; doubles on each retry
+                     max_backoff: float=30.0, # cap on a ceiling, seconds
+                     rng: random.Random|None=None): # the jitter's source (seed one for tests); None: a fresh one
+    "A tenacity wait: retry n waits between half and all of `min(max_backoff, backoff * 2**(n-1))`, at random."
+    rng = rng or random.Random()
+    def wait(state) -> float:
+        cap = min(max_backoff, backoff * 2 ** (state.attempt_number - 1))
+        return cap / 2 + rng.uniform(0, cap / 2)
+    return wait
+
 def retry_policy(max_retries: int=5, # retries after the first attempt (0: try once)
-                 backoff: float=1.0, # first wait in seconds; doubles on each retry
-                 max_backoff: float=30.0 # cap on a single wait, seconds
+                 backoff: float=1.0, # first wait's ceiling in seconds; doubles on each retry
+                 max_backoff: float=30.0, # cap on a single wait, seconds
+                 rng: random.Random|None=None # the jitter's source; None: a fresh `random.Random`
                 ) -> Retrying:
-    ("A tenacity policy retrying `RETRYABLE` errors with exponential backoff, "
+    ("A tenacity policy retrying `RETRYABLE` errors with jittered exponential backoff (`jittered_backoff`), "
      "re-raising the last error when it gives up.")
     transient = lambda e: isinstance(e, RETRYABLE) and not isinstance(e, openai.APITimeoutError)
-    return Retrying(retry=retry_if_exception(transient),
-                    wait=wait_exponential(multiplier=backoff, max=max_backoff),
+    return Retrying(retry=retry_if_exception(transient), wait=jittered_backoff(backoff, max_backoff, rng),
                     stop=stop_after_attempt(max_retries + 1), reraise=True)
 
 # %% ../nbs/03b_openai.ipynb #a272b18d
+_FAULTS = (openai.APIError, httpx.HTTPError, KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+def _server_error(base_url: str, name: str, err: BaseException) -> ServerError:
+    "The `ServerError` saying that `name` met `err` at `base_url` (a failed call, or a reply out of protocol)."
+    failed = isinstance(err, (openai.APIError, httpx.HTTPError))
+    why = 'failed' if failed else 'sent a reply that is not what the OpenAI API returns'
+    detail = f"{name}: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+    return ServerError(f'{base_url}: the server {why} ({detail})')
+
 def server_errors(method):
-    "`method` of `OpenAILM`, raising a failed or malformed exchange with the server as `ServerError`."
+    "`method` of `OpenAILM` (a generator too), raising a failed or malformed exchange with the server as `ServerError`."
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def gen(self, *args, **kwargs):
+            try: yield from method(self, *args, **kwargs)
+            except UserError: raise
+            except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
+        return gen
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
         try: return method(self, *args, **kwargs)
         except UserError: raise   # `LogprobAlignmentError` is a `ServerError` already
-        except (openai.APIError, httpx.HTTPError) as e: why, err = 'failed', e
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            why, err = 'sent a reply that is not what the OpenAI API returns', e
-        detail = f"{method.__name__}: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
-        raise ServerError(f'{self.base_url}: the server {why} ({detail})') from err
+        except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
     return wrapped
 
 # %% ../nbs/03b_openai.ipynb #ab3bde25
@@ -77,15 +100,18 @@ class OpenAILM(LM):
     backend = 'openai'
     def __init__(self, model: str, # model name as the server knows it
                  base_url: str|None=None, # e.g. http://127.0.0.1:8000/v1; default OPENAI_BASE_URL or api.openai.com
-                 max_concurrency: int=4, # requests in flight at once (capped by the slots the server reports)
+                 max_concurrency: int|None=None, # requests in flight at once, capped by the slots the server
+                                                 # reports; None: those slots, else `DEFAULT_CONCURRENCY`
                  timeout: float=10.0, # seconds to connect and send a request
-                 read_timeout: float|None=None, # seconds to wait for an answer (None: as long as the server works)
+                 read_timeout: float|None=1800.0, # seconds to wait for an answer once sent (None: no limit); the
+                                                  # wait for a free place in the pool is never timed
                  tokenizer: str|None=None, # the model's tokenizer (short name, HF id, folder): token-id prompts;
                                            # None: `model`'s own when it loads offline; 'none': text prompts
                  batch_size: int=16, # prompts per scoring request (token-id prompts only)
                  max_retries: int=5, # retries per call on 429/5xx/timeouts/connection errors
                  backoff: float=1.0, # first retry wait in seconds, doubling
                  max_backoff: float=30.0, # cap on one wait, seconds
+                 jitter_seed: int|None=None, # seeds the backoff's jitter (tests); None: a fresh seed
                  logprob_tol: float=0.1, # max |difference| accepted by the log-prob self-check
                  endpoint: Endpoint|None=None): # what the endpoint serves, when known; None: probed once
         self.model, self.max_concurrency, self.logprob_tol = model, max_concurrency, logprob_tol
@@ -96,7 +122,8 @@ class OpenAILM(LM):
         tokenizer = offline_tokenizer(model) if tokenizer is None else (None if tokenizer == 'none' else tokenizer)
         self.tokenizer_name, self.batch_size, self._tok = tokenizer, batch_size, None
         # failures: every LMFailure returned
-        self.policy, self.failures = retry_policy(max_retries, backoff, max_backoff), []
+        self.policy = retry_policy(max_retries, backoff, max_backoff, random.Random(jitter_seed))
+        self.failures, self._pool = [], None
         self._lock, self._probing, self._endpoint, self._probed = threading.Lock(), threading.Lock(), endpoint, False
     @property
     def endpoint(self) -> Endpoint:
@@ -141,20 +168,32 @@ def _fail(self: OpenAILM, error: str) -> LMFailure:
     _log.warning('%s: request failed: %s', self.identity(), error)
     return fail
 
-@patch
-def _map(self: OpenAILM, fn, requests) -> list:
-    "`fn` over `requests` in order, at most `_workers()` at a time."
-    requests = list(requests)
-    workers = self._workers() if len(requests) > 1 else 1
-    if workers <= 1: return [fn(r) for r in requests]
-    with ThreadPoolExecutor(min(workers, len(requests))) as ex: return list(ex.map(fn, requests))
-
 # %% ../nbs/03b_openai.ipynb #465b5f89
+DEFAULT_CONCURRENCY = 64   # requests in flight when neither the user nor the server says how many
+
 @patch
 def _workers(self: OpenAILM) -> int:
-    "Requests in flight at most: `max_concurrency`, capped by the server's reported slots."
+    "Requests in flight at most: `max_concurrency` or else the server's slots or else 64, never above the slots."
     slots = self.endpoint.slots
-    return max(1, min(self.max_concurrency, slots) if slots else self.max_concurrency)
+    n = self.max_concurrency or slots or DEFAULT_CONCURRENCY
+    return max(1, min(n, slots) if slots else n)
+
+# %% ../nbs/03b_openai.ipynb #86f136a9
+@patch
+def _imap(self: OpenAILM, fn, items) -> Iterator[tuple[int, object]]:
+    "`(i, fn(items[i]))` as each finishes, through this backend's one pool; the rest cancelled if the caller stops."
+    items, workers = list(items), self._workers()
+    with self._lock:
+        if self._pool is None or self._pool._max_workers != workers:
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix='wordbench-openai')
+    todo, pending = iter(enumerate(items)), {}
+    try:
+        while True:
+            for i, x in itertools.islice(todo, 2 * workers - len(pending)): pending[self._pool.submit(fn, x)] = i
+            if not pending: return
+            for f in wait(pending, return_when=FIRST_COMPLETED).done: yield pending.pop(f), f.result()
+    finally:
+        for f in pending: f.cancel()
 
 # %% ../nbs/03b_openai.ipynb #f793b410
 @patch
@@ -193,20 +232,39 @@ def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     return Generation(text, reason, *tokens, fmt)
 
 @patch
+def _stream_generate(self: OpenAILM, requests: list) -> Iterator[tuple[int, object]]:
+    "`stream` of `GenerateRequest`s: one completion each."
+    self.endpoint   # probed once, before the threads read it
+    self.counters['generate'] += len(requests)
+    return self._imap(self._chat, requests)
+
+@patch
 @server_errors
 def generate(self: OpenAILM, requests, progress=None) -> list:
     "Replies to `GenerateRequest`s, in order; a call that finally failed gives `LMFailure` in its place."
+    return self._ordered('generate', requests, progress)
+
+# %% ../nbs/03b_openai.ipynb #e1e5b809
+@patch
+@server_errors
+def stream(self: OpenAILM, method: str, # 'generate', 'loglikelihood' or 'topk'
+           requests) -> Iterator[tuple[int, object]]:
+    "`(index, result)` of each request as it finishes, through the one pool; a request that failed gives `LMFailure`."
+    requests = list(requests)
+    if requests: yield from getattr(self, f'_stream_{method}')(requests)
+
+@patch
+def _ordered(self: OpenAILM, method: str, requests, progress=None) -> list:
+    "`stream(method, requests)` gathered back into the requests' order (a bar for 32 generations or more)."
     from tqdm.auto import tqdm
     requests = list(requests)
-    self.counters['generate'] += len(requests)
-    if requests: self.endpoint   # probed once, before the threads read it
-    show = progress if progress is not None else len(requests) >= 32
-    with tqdm(total=len(requests), disable=not show, file=sys.stderr, desc=f'{self.backend} generate') as pbar:
-        def one(r):
-            out = self._chat(r)
+    out = [None] * len(requests)
+    show = progress if progress is not None else method == 'generate' and len(requests) >= 32
+    with tqdm(total=len(requests), disable=not show, file=sys.stderr, desc=f'{self.backend} {method}') as pbar:
+        for i, res in self.stream(method, requests):
+            out[i] = res
             pbar.update(1)
-            return out
-        return self._map(one, requests)
+    return out
 
 # %% ../nbs/03b_openai.ipynb #06e7efbd
 @patch
@@ -434,9 +492,9 @@ def require(self: OpenAILM, kinds) -> None:
 
 # %% ../nbs/03b_openai.ipynb #b558c236
 @patch
-def _score_ids(self: OpenAILM, requests: list, mode: str) -> list:
-    ("`(logprob, is_greedy)` per request from token-id prompts, `batch_size` a request; a prompt over the server's "
-     "window, or one it refuses, fails alone (`LMFailure`); a batch that fails otherwise fails whole.")
+def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int, object]]:
+    ("`(index, (logprob, is_greedy))` from token-id prompts, `batch_size` a request, as batches finish; a prompt over "
+     "the server's window, or one it refuses, fails alone (`LMFailure`); a batch that fails otherwise fails whole.")
     tok, window = self._tokenizer(), self.endpoint.max_model_len
     pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
     def run(batch):
@@ -451,29 +509,31 @@ def _score_ids(self: OpenAILM, requests: list, mode: str) -> list:
         return [(sum(lp for lp, _ in c), all(g for _, g in c)) for c in cont]
     n = [len(c) + len(d) for c, d in pairs]
     over = [i for i in range(len(pairs)) if window and n[i] >= window]   # refused here, one by one, with the reason
-    out = {i: self._fail(f"a prompt of {n[i]} tokens does not fit the server's window of {window} tokens "
-                         '(max_model_len; one more is generated)') for i in over}
-    todo, step = [i for i in range(len(pairs)) if i not in out], max(1, self.batch_size)
+    for i in over: yield i, self._fail(f"a prompt of {n[i]} tokens does not fit the server's window of {window} "
+                                       'tokens (max_model_len; one more is generated)')
+    todo, step = sorted(set(range(len(pairs))) - set(over)), max(1, self.batch_size)
     batches = [todo[i:i + step] for i in range(0, len(todo), step)]
-    for b, got in zip(batches, self._map(run, batches)): out.update(zip(b, got))
-    return [out[i] for i in range(len(pairs))]
+    for b, got in self._imap(run, batches): yield from zip(batches[b], got)
 
 # %% ../nbs/03b_openai.ipynb #942aa1c9
+@patch
+def _stream_loglikelihood(self: OpenAILM, requests: list) -> Iterator[tuple[int, object]]:
+    "`stream` of `LoglikelihoodRequest`s; `UserError` (before any request) when the endpoint cannot score them."
+    self._refuse_scoring()
+    self.counters['loglikelihood'] += len(requests)
+    mode = self.endpoint.prompt_logprobs
+    if mode != 'echo-text': return self._stream_ids(requests, mode)
+    if any(not r.context for r in requests):
+        raise UserError('loglikelihood needs a non-empty context with text prompts: the first token has no log-prob',
+                        "give the backend the model's tokenizer (tokenizer=...) so prompts start with BOS")
+    return self._imap(self._score, requests)
+
 @patch
 @server_errors
 def loglikelihood(self: OpenAILM, requests, progress=None) -> list:
     ("`(logprob, is_greedy)` per `LoglikelihoodRequest` (or `LMFailure`): token-id prompts in batches when a "
      "tokenizer is given, else one text prompt each; `UserError` when the endpoint cannot score.")
-    requests = list(requests)
-    if not requests: return []
-    self._refuse_scoring()
-    self.counters['loglikelihood'] += len(requests)
-    mode = self.endpoint.prompt_logprobs
-    if mode != 'echo-text': return self._score_ids(requests, mode)
-    if any(not r.context for r in requests):
-        raise UserError('loglikelihood needs a non-empty context with text prompts: the first token has no log-prob',
-                        "give the backend the model's tokenizer (tokenizer=...) so prompts start with BOS")
-    return self._map(self._score, requests)
+    return self._ordered('loglikelihood', requests, progress)
 
 # %% ../nbs/03b_openai.ipynb #1bff7299
 @patch
@@ -491,14 +551,18 @@ def _top(self: OpenAILM, r: TopKRequest):
     return TopK(words, tuple((t, ranks.get(t), dict(words).get(t), None) for t in r.targets))
 
 @patch
-@server_errors
-def topk(self: OpenAILM, requests, progress=None) -> list:
-    "Top-k next tokens per `TopKRequest` (or `LMFailure`), from the generation path."
-    requests = list(requests)
-    cap, k = self.endpoint.max_logprobs if requests else None, max((r.k for r in requests), default=0)
+def _stream_topk(self: OpenAILM, requests: list) -> Iterator[tuple[int, object]]:
+    "`stream` of `TopKRequest`s; `UserError` (before any request) when `k` is over the server's cap."
+    cap, k = self.endpoint.max_logprobs, max(r.k for r in requests)
     if cap is not None and k > cap:
         raise UserError(f'{self.identity()} gives at most {cap} log-probs per token, and top-{k} was asked',
                         f'serve the model with a larger cap (vLLM: --max-logprobs {k}; its default is 20) '
                         f'or ask for k <= {cap}')
     self.counters['topk'] += len(requests)
-    return self._map(self._top, requests)
+    return self._imap(self._top, requests)
+
+@patch
+@server_errors
+def topk(self: OpenAILM, requests, progress=None) -> list:
+    "Top-k next tokens per `TopKRequest` (or `LMFailure`), from the generation path."
+    return self._ordered('topk', requests, progress)
