@@ -106,19 +106,22 @@ def test_the_papers_toe_text_is_derived_never_stored():
     assert not hits, hits[:5]
 
 
-def test_committed_replies_without_an_echo_read_as_stored():
-    """The extraction rules of issue 19 (hedges, negations, spacing, a late `A:`) change no committed row whose stored
-    reply is whole (no echo marker): the stored answers were read from the full reply, these from the stored one."""
+def test_committed_replies_read_as_stored():
+    """Each committed reply is stored with every echo of the prompt marked where `prompts.written` cut it (WSC+'s
+    `stored_reply`), so reading it again, each marker taken as a line break, gives the stored strict and lenient
+    answers: every answer comes from what the model wrote, and a reader of the reply sees what was parsed."""
+    import re
     from wordbench.wscplus.extract import extract_answer, extract_answer_lenient, self_consistency_vote
     from wordbench.wscplus.splits import load_items
     options = {it['id']: it['options'] for it in load_items('all')}
-    checked = 0
+    checked, echoed = 0, 0
     for m in ('smollm2-135m', 'gemma3-270m'):
         df = pd.read_csv(ROOT/'data'/'results'/f'wscplus_{m}.csv.gz', keep_default_na=False, na_values=[''])
-        for r in df[df.protocol != 'score'].itertuples():
+        for r in df[(df.protocol != 'score') & ~df.failed.astype(bool)].itertuples():
             reply = '' if pd.isna(r.reply) else r.reply
-            if '[prompt echo:' in reply: continue
+            echoed += '[prompt echo:' in reply
             reps = json.loads(reply) if r.protocol == 'sc' else [reply]
+            reps = [re.sub(r'\[prompt echo: \d+ chars\]', '\n', x) for x in reps]
             s = [extract_answer(x) for x in reps]
             l = [extract_answer_lenient(x, options[str(r.id)]) for x in reps]
             (s, l) = (self_consistency_vote(s)[0], self_consistency_vote(l)[0]) if r.protocol == 'sc' else (s[0], l[0])
@@ -126,62 +129,4 @@ def test_committed_replies_without_an_echo_read_as_stored():
                    None if pd.isna(r.lenient_pred) else int(r.lenient_pred), r.lenient_rule)
             assert (s.answer, s.rule, l.answer, l.rule) == old, (m, r.strategy, r.id)
             checked += 1
-    assert checked > 250
-
-
-_MARK = r'\[prompt echo: (\d+) chars\]'
-
-
-def _may_read_differently(text: str, options, strict: str) -> bool:
-    "Whether `text` holds a pattern on which the issue-19 rules may read differently, given the old strict outcome."
-    import re
-    from wordbench.wscplus.extract import HEDGED_SEMICOLON, HEDGED_ANSWER, SPACED_SEMICOLON, ANSWER_LINE, NEGATED
-    pats = {'answer': [HEDGED_SEMICOLON], 'failed': [HEDGED_SEMICOLON, HEDGED_ANSWER]}.get(
-        strict, [HEDGED_SEMICOLON, HEDGED_ANSWER, SPACED_SEMICOLON, ANSWER_LINE])
-    if any(p.search(text) for p in pats): return True
-    if strict != 'unparsed': return False
-    return any(NEGATED.search(text[max(0, m.start() - 12):m.start()]) for o in options or ()
-               for m in re.finditer(rf'(?<!\w){re.escape(o.strip())}(?!\w)', text, re.I))
-
-
-def _echo_cannot_matter(reply: str, prompt: str, options, strict: str, window: int=40) -> bool:
-    "No such pattern in the visible text, in the prompt (what a marker hides), or across a marker's edge."
-    import re
-    if _may_read_differently(re.sub(_MARK, '\x00', reply), options, strict): return False
-    if _may_read_differently(prompt, options, strict): return False
-    parts = re.split(_MARK, reply)
-    for k in range(1, len(parts), 2):
-        left, right = parts[k - 1][-window:], parts[k + 1][:window]
-        for p in range(len(prompt)):
-            if (_may_read_differently(left + prompt[p:p + window], options, strict)
-                    or _may_read_differently(prompt[max(0, p - window):p] + right, options, strict)): return False
-    return True
-
-
-def test_committed_replies_with_an_echo_are_proven_unchanged_or_listed():
-    """A redacted reply hides prompt text only. Given each row's stored strict outcome (read from the full reply),
-    the new rules can differ only on a hedge, a spaced semicolon, a late `A:` line or a negated option; where none of
-    them can lie in the visible text, the prompt or across a marker's edge, the stored answers stand. The rest are
-    the rows re-run (listed here). Rows of primed prompts (`raw-primed`) were written after these rules, by them."""
-    import re
-    from wordbench.wscplus.splits import load_items
-    from wordbench.wscplus.task import item_requests, shots_of, PRIMED
-    items, shots = {it['id']: it for it in load_items('all')}, shots_of(load_items('few-shot'))
-    undecided = set()
-    for m in ('smollm2-135m', 'gemma3-270m'):
-        df = pd.read_csv(ROOT/'data'/'results'/f'wscplus_{m}.csv.gz', keep_default_na=False, na_values=[''])
-        echoed = df.reply.fillna('').str.contains('[prompt echo:', regex=False)
-        for r in df[(df.protocol != 'score') & echoed].itertuples():
-            if getattr(r, 'prompt_format', '') == PRIMED: continue
-            it = items[str(r.id)]
-            prompt = '\n'.join(c for _, c in item_requests(it, r.strategy, shots, int(r.seed))[0].messages)
-            if r.protocol == 'sc':
-                reps, states = json.loads(r.reply), ['answer' if v != '-' else 'unparsed' for v in r.votes.split(',')]
-            else:
-                strict = {'digit_semicolon': 'answer', 'ambiguous_parse': 'failed', 'invalid_digit': 'failed'}
-                reps, states = [r.reply], [strict.get(r.rule, 'unparsed')]
-            if not all(_echo_cannot_matter(x, prompt, it['options'], s)
-                       for x, s in zip(reps, states) if re.search(_MARK, x)):
-                undecided.add((m, r.strategy, int(r.id)))
-    assert undecided == {('smollm2-135m', 'few-shot-sc3', i) for i in (1791, 1839, 2404, 2489, 266, 335, 732)} | {
-        ('smollm2-135m', 'toe-paper', i) for i in (1231, 2022, 2404, 2489)}
+    assert checked > 350 and echoed > 50, (checked, echoed)

@@ -1613,4 +1613,6 @@ d = { 'settings': { 'branch': 'main',
                                                                                   'wordbench/wscplus/task.py'),
                                         'wordbench.wscplus.task.sample_items': ( 'wscplus_task.html#sample_items',
                                                                                  'wordbench/wscplus/task.py'),
-                                        'wordbench.wscplus.task.shots_of': ('wscplus_task.html#shots_of', 'wordbench/wscplus/task.py')}}}
+                                        'wordbench.wscplus.task.shots_of': ('wscplus_task.html#shots_of', 'wordbench/wscplus/task.py'),
+                                        'wordbench.wscplus.task.stored_reply': ( 'wscplus_task.html#stored_reply',
+                                                                                 'wordbench/wscplus/task.py')}}}

@@ -23,7 +23,7 @@ from ..prompts import redact_echo, written
 # %% auto #0
 __all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
            'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items',
-           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format']
+           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format', 'stored_reply']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -208,6 +208,15 @@ def prompt_format(request, # the first request of an item
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01b
 _ITEM_COLUMNS = ('id', 'label', 'type', 'generator', 'pair_id', 'copies_prompt_example')
 
+def stored_reply(reply: str, # the reply (for self-consistency: a JSON list of the samples)
+                 asked: str, # the prompt's text
+                 options=None, # the answer options (quoting one whole is an answer, not an echo)
+                 samples: bool=False # `reply` is a JSON list of samples
+                ) -> str:
+    "The reply as stored: each echo of the prompt marked exactly where `written` cuts it, so it reads the same."
+    mark = lambda t: redact_echo(t, asked, keep=options or (), lead=True)
+    return json.dumps([mark(t) for t in json.loads(reply)], ensure_ascii=False) if samples and reply else mark(reply)
+
 @patch
 def row(self: WSCPlusTask, item, setting, requests, responses) -> dict:
     "One row: setting, item attributes, prompt format, the answer columns and a hash of the rendered template."
@@ -221,7 +230,7 @@ def row(self: WSCPlusTask, item, setting, requests, responses) -> dict:
                 prompt_format=prompt_format(first, responses), k=st.k,
                 temperature=0.0 if st.protocol == 'score' else first.temperature,
                 prompt_hash=stable_hash(text[:text.rindex(build_query(item))])[:12],
-                **answer) | {'reply': redact_echo(answer['reply'], asked)}
+                **answer) | {'reply': stored_reply(answer['reply'], asked, item.get('options'), st.protocol == 'sc')}
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01c
 WSCPLUS = register_task(WSCPlusTask())
