@@ -29,7 +29,7 @@ def fixture_bundle(tmp: Path) -> Path:
         prompt = f'Which option fits this {system} fixture sentence?'
         spec = EvalSpec(created='2026-01-01T00:00:00+00:00', task=f'{system}-fixture', model='wordbench/fixture',
                         dataset=EvalDataset(name=system, samples=1), config=EvalConfig())
-        sample = EvalSample(id=f'{system}-1', epoch=1, input=prompt, target='A', choices=['A', 'B'],
+        sample = EvalSample(id=f'{system}/1/2022', epoch=1, input=prompt, target='A', choices=['A', 'B'],
                             messages=[ChatMessageUser(content=prompt), ChatMessageAssistant(content='A')],
                             output=ModelOutput.from_content('wordbench/fixture', 'A'), scores={'acc': Score(value=1.0)})
         write_eval_log(EvalLog(status='success', eval=spec, samples=[sample]), str(tmp/f'logs/{system}.eval'))
@@ -116,7 +116,8 @@ def test_the_viewer_opens_a_sample_of_each_system(site, browser):
         for system in builtin_systems():
             sample = ws.log_sample(site/'viewer/logs'/systems[system])
             browser.get(base + ws.sample_url(systems[system], sample))
-            body = ' '.join(ws.wait_for_text(browser, 'SCORE').split())
+            body = ' '.join(ws.wait_for_text(browser, 'TARGET').split())
             prompt = sample['input'] if isinstance(sample['input'], str) else sample['input'][-1].text
             assert 'INPUT' in body and ' '.join(prompt.split()[:4]) in body, (system, body[:500])
+            assert ' SCORE ' in body or ' CORRECT ' in body, (system, body[:500])   # one score, or named ones
             assert not errors(browser, VIEWER_PROBES), system

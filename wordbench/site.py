@@ -10,9 +10,9 @@ from .core import project_root
 from .systems import builtin_systems
 
 # %% auto #0
-__all__ = ['GUIDES', 'CHROMIUM', 'CHROMEDRIVER', 'site_sources', 'bundle_logs', 'system_of_task', 'system_page', 'site_config',
-           'stage_site', 'build_site', 'RangeHandler', 'serve_site', 'chromium', 'log_sample', 'sample_url',
-           'wait_for_text', 'site_screenshots']
+__all__ = ['GUIDES', 'CHROMIUM', 'CHROMEDRIVER', 'SCREENSHOT_LOG', 'site_sources', 'bundle_logs', 'system_of_task', 'system_page',
+           'site_config', 'stage_site', 'build_site', 'RangeHandler', 'serve_site', 'chromium', 'log_sample',
+           'sample_url', 'wait_for_text', 'site_screenshots']
 
 # %% ../nbs/89d_site.ipynb #00d1ed9b
 def site_sources(root: Path) -> dict[str, Path]:
@@ -144,7 +144,8 @@ def log_sample(eval_file) -> dict:
 
 def sample_url(name: str, sample: dict) -> str:
     "The address of one sample of the log `name` in the site's viewer."
-    return f"viewer/index.html#/logs/{name}/samples/sample/{sample['id']}/{sample['epoch']}/"
+    from urllib.parse import quote   # ids may hold '/' (NewTerm's '2022/COMA/128'): one path segment each
+    return f"viewer/index.html#/logs/{name}/samples/sample/{quote(str(sample['id']), safe='')}/{sample['epoch']}/"
 
 # %% ../nbs/89d_site.ipynb #6361a660
 def wait_for_text(browser, text: str, timeout=20.0) -> str:
@@ -157,13 +158,15 @@ def wait_for_text(browser, text: str, timeout=20.0) -> str:
     return body
 
 # %% ../nbs/89d_site.ipynb #033f0ccb
+SCREENSHOT_LOG = 'probes-cloze'  # the sample shown: one sentence of a probe, no paper's prompt
+
 def site_screenshots(site='_site', # a built site
                      out='figures/site', # where the PNGs go
                      width=1000, height=700, port=8741): # a fixed port: the viewer shows its address
     "Screenshots of the front page, a report card and a sample, at a fixed window size."
     root = project_root()
     site, out = root/site, root/out
-    logs = sorted((site/'viewer/logs').glob('*.eval'))
+    logs = sorted((site/'viewer/logs').glob('*.eval'), key=lambda p: not p.name.startswith(SCREENSHOT_LOG))
     cards = sorted(p.parent.name for p in (site/'figures/models').glob('*/index.html'))
     pages = {'front.png': '', 'card.png': f'figures/models/{cards[0]}/'} | (
         {'sample.png': sample_url(logs[0].name, log_sample(logs[0]))} if logs else {})
@@ -173,7 +176,7 @@ def site_screenshots(site='_site', # a built site
         try:
             for name, page in pages.items():
                 browser.get(url + page)
-                wait_for_text(browser, 'SCORE' if name == 'sample.png' else 'wordbench')
+                wait_for_text(browser, 'TARGET' if name == 'sample.png' else 'wordbench')
                 browser.save_screenshot(str(out/name))
         finally: browser.quit()
     return [out/n for n in pages]
