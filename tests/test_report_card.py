@@ -21,13 +21,13 @@ def test_report_runs_a_model_and_writes_every_section(tmp_path):
     assert sorted(p.name for p in card.iterdir()) == ['README.md', 'card.png', 'card.svg', 'card_rows.csv',
                                                       'card_rows.md', 'index.html']
     page = (card/'README.md').read_text()
-    for section in ['# Report card: toy', '## Protocol and replies', '## wscplus: ', '## newterm-coma: ',
+    for section in ['# Report card: toy', '## Headline per system', '## Protocol and replies', '## wscplus: ', '## newterm-coma: ',
                     '## newterm-coma-ll: ', 'Wilson 95%', '| setting | this model | 95% CI | n |',
                     'paper: GPT-4', 'always neither', 'paper: Llama-2-Chat-7B', 'chance', 'unparsable %',
                     'base (clean), summed log-prob |', 'base (clean), per byte (acc_norm) |', "lm-eval's acc_norm"]:
         assert section in page, section
     html = (card/'index.html').read_text()
-    assert html.count('<table') == 1 + len(TASKS) and '<img src="card.png"' in html
+    assert html.count('<table') == 2 + len(TASKS) and '<img src="card.png"' in html
     for name in TASKS: assert (tmp_path/'res'/f'{name}_toy.csv.gz').exists()
     first = {p.name: p.read_bytes() for p in card.iterdir()}
     assert main(['report', '--model', 'toy', '--no-eval', '--tasks', *TASKS, '--results', str(tmp_path/'res'),

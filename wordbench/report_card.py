@@ -20,8 +20,8 @@ from .tasks import TASKS
 __all__ = ['CARD_COLUMNS', 'UNITS', 'UNIT_NAMES', 'DEGENERATE_UNPARSABLE', 'DEGENERATE_TOP', 'DEGENERATE_P', 'CARDS',
            'PAIRED_COLUMNS', 'unit_column', 'cell_health', 'majority_p', 'degenerate', 'ours_row', 'ref_row',
            'majority_row', 'Card', 'register_card', 'default_card', 'task_protocol', 'reply_health', 'model_card',
-           'other_models', 'paired_cells', 'card_table', 'card_figure', 'card_blocks', 'blocks_markdown', 'blocks_html',
-           'write_card']
+           'other_models', 'paired_cells', 'card_table', 'card_figure', 'cell_protocol', 'is_base_model',
+           'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card']
 
 # %% ../nbs/09b_report_card.ipynb #f94b67a9
 CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n', 'unit', 'unparsable', 'capped', 'empty', 'top',
@@ -253,6 +253,40 @@ def card_figure(model: str, rows: pd.DataFrame, # `model_card`'s rows
     ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1))
     return fig
 
+# %% ../nbs/09b_report_card.ipynb #a88105b8
+def cell_protocol(r) -> str: # a row of `model_card`'s rows (kind 'ours')
+    "'generative' when the cell's answers were parsed from generated replies, else 'log-likelihood'."
+    return 'generative' if pd.notna(r['unparsable']) else 'log-likelihood'
+
+def is_base_model(info: pd.DataFrame) -> bool: # `model_card`'s per-task info
+    "True when the model's generative prompts were raw text (no chat template) and none met a chat template."
+    fmts = {f.strip() for v in info.get('prompt_format', pd.Series(dtype=str)) for f in str(v).split(',')}
+    return any(f.startswith('raw') for f in fmts) and not any('chat' in f for f in fmts)
+
+# %% ../nbs/09b_report_card.ipynb #4a4a780a
+def _summary(cells: pd.DataFrame) -> str:
+    ok = cells[cells.degenerate.fillna('').astype(str) == '']
+    return f'{len(cells)} cells, {len(cells) - len(ok)} degenerate'
+
+def headline_table(rows: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame: # `model_card`'s output
+    "Per system: the headline protocol (log-likelihood for a base model), its cells, its best sound cell, the rest."
+    ours = rows[rows.kind == 'ours'].copy()
+    ours['protocol'] = [cell_protocol(r) for _, r in ours.iterrows()]
+    ours['system'] = ours.task.astype(str).str.split('-').str[0]
+    first = 'log-likelihood' if is_base_model(info) else 'generative'
+    out = []
+    for system, g in ours.groupby('system', sort=False):
+        main = first if (g.protocol == first).any() else g.protocol.iloc[0]
+        head, rest = g[g.protocol == main], g[g.protocol != main]
+        ok = head[head.degenerate.fillna('').astype(str) == ''].sort_values('value', ascending=False)
+        best = (f"{ok.task.iloc[0]}: {ok.setting.iloc[0]} {_fmt(ok.value.iloc[0])} ({_fmt(ok.lo.iloc[0])} to "
+                f"{_fmt(ok.hi.iloc[0])}, n = {_fmt(ok.n.iloc[0], 0)})") if len(ok) else 'none: every cell is degenerate'
+        out.append({'system': system, 'headline protocol': main, 'cells': _summary(head),
+                    'best cell that is not degenerate': best,
+                    'other protocol': f'{rest.protocol.iloc[0]}: {_summary(rest)}' if len(rest) else ''})
+    return pd.DataFrame(out, columns=['system', 'headline protocol', 'cells', 'best cell that is not degenerate',
+                                      'other protocol'])
+
 # %% ../nbs/09b_report_card.ipynb #e806ef75
 _NOTE = ('Intervals: Wilson 95% over the sampled units (items; twin pairs for WinoDict; terms for NewTerm), and n '
          'counts those units: the prompt variants, seeds and word sets of one unit are pooled into it; "(< 20)" marks '
@@ -277,7 +311,13 @@ def card_blocks(model: str, rows: pd.DataFrame, info: pd.DataFrame, # `model_car
                 pairs: pd.DataFrame|None=None) -> list: # `paired_cells`'s rows (None: no paired tests)
     "The page as blocks: ('h1'|'h2'|'p'|'img', text) and ('table', DataFrame)."
     b = [('h1', f'Report card: {model}'), ('p', f'Remake it with `{command}`.'), ('p', _NOTE),
-         ('img', 'card.png'), ('h2', 'Protocol and replies')]
+         ('img', 'card.png')]
+    if (rows.kind == 'ours').any():
+        why = ('no chat template: its generative prompts are raw text, so the log-likelihood protocol leads'
+               if is_base_model(info) else "a chat model: the papers' protocol leads where a system has one")
+        b += [('h2', 'Headline per system'), ('p', f'This model has {why}; every cell is in its section below.'),
+              ('table', headline_table(rows, info))]
+    b.append(('h2', 'Protocol and replies'))
     if len(info):
         t = info[['task', 'strategies', 'prompt_format', 'shots', 'n_items', 'n_rows']].copy()
         t['failed %'], t['unparsable %'] = [_fmt(x) for x in info.failed], [_fmt(x) or 'n/a' for x in info.invalid]

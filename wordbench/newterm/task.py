@@ -16,7 +16,7 @@ from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
-from .prompts import (STRATEGIES, DEDUCE_SYSTEM, DEDUCE_USER,
+from .prompts import (STRATEGIES, DEDUCE_SYSTEM, DEDUCE_USER, COMPLETION_STOP, completion_prompt,
                                        choice_requests, generate_request, parse_reply, prompt_format, select_shots,
                                        split_strategy)
 from .similarity import meaning_similarity
@@ -210,11 +210,12 @@ def deduce_items(years=None, sample=None) -> list[dict]:
 
 # %% ../../nbs/23_newterm_task.ipynb #f8d53a47
 DEDUCE_SCHEMA = ResultSchema(
-    columns=CORE_COLUMNS + ('year', 'line', 'term_type', 'term', 'meaning', 'reply', 'finish_reason', 'max_tokens',
-                            'similarity'),
+    columns=CORE_COLUMNS + ('year', 'line', 'term_type', 'term', 'meaning', 'prompt_format', 'reply', 'finish_reason',
+                            'max_tokens', 'similarity'),
     key=('model', 'strategy', 'shots', 'seed', 'id'),
     dtypes={'correct': 'Int64', 'failed': bool, 'shots': int, 'seed': int, 'line': int, 'max_tokens': int},
-    text=('id', 'model', 'label', 'pred', 'year', 'term_type', 'term', 'meaning', 'reply', 'finish_reason'))
+    text=('id', 'model', 'label', 'pred', 'year', 'term_type', 'term', 'meaning', 'prompt_format', 'reply',
+          'finish_reason'))
 
 # %% ../../nbs/23_newterm_task.ipynb #e068852c
 class DeduceTask(Task):
@@ -229,10 +230,17 @@ class DeduceTask(Task):
     def load(self, years=None, sample=None, max_tokens=None):
         "The (term, meaning) pairs, each carrying the guess cap; no few-shot pool."
         return [{**it, 'max_tokens': max_tokens or DEDUCE_MAX_TOKENS} for it in deduce_items(years, sample)], []
+    chat = True   # chat messages; False (a model without a chat template): one raw prompt ending at 'Meaning:'
+    def for_lm(self, lm: LM) -> DeduceTask:
+        "The task as `lm` is asked it: chat messages, or the completion prompt when it has no chat template."
+        t = copy.copy(self)
+        t.chat = bool(lm.supports_chat)
+        return t
     def requests(self, it, s, pool):
-        "One greedy generation: the Table 3 prompt."
+        "One greedy generation: the Table 3 prompt, as chat messages or as one raw prompt."
         msgs = (('system', DEDUCE_SYSTEM), ('user', DEDUCE_USER.format(term=it['term'])))
-        return (GenerateRequest(msgs, max_tokens=it['max_tokens']),)
+        if self.chat: return (GenerateRequest(msgs, max_tokens=it['max_tokens']),)
+        return (GenerateRequest(prompt=completion_prompt(msgs), max_tokens=it['max_tokens'], stop=(COMPLETION_STOP,)),)
 
 # %% ../../nbs/23_newterm_task.ipynb #6a6ba250
 @patch
@@ -243,7 +251,8 @@ def row(self: DeduceTask, it: dict, s, requests, responses) -> dict:
     guess = '' if failed else written(g.text, said(requests[0])).strip()   # the guess without its echoes
     return dict(strategy=s.strategy, shots=s.shots, seed=s.seed, id=it['id'], label='', pred='', correct=pd.NA,
                 failed=failed, year=it['year'], line=it['line'], term_type=it['term_type'], term=it['term'],
-                meaning=it['meaning'], reply='' if failed else redact_echo(g.text.strip(), said(requests[0])),
+                meaning=it['meaning'], prompt_format=prompt_format(requests[0]),
+                reply='' if failed else redact_echo(g.text.strip(), said(requests[0])),
                 finish_reason='' if failed else g.finish_reason,
                 max_tokens=requests[0].max_tokens,
                 similarity=np.nan if failed else meaning_similarity([guess], [it['meaning']])[0])

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c002
 from __future__ import annotations
-import warnings
+import itertools, warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from ..core import stable_hash
@@ -13,8 +13,8 @@ from ..seeds import checked_text
 
 # %% auto #0
 __all__ = ['EVAL_SHOT_LINES', 'SHOT_REASONS', 'SHOT_STEPS', 'TREE_EXAMPLE', 'ANSWER_RULE', 'PROCEDURE', 'EVAL_TEMPLATES',
-           'ANSWER_PRIMER', 'build_query', 'EvalTemplate', 'paper_toe_text', 'template_text', 'build_eval_prompt',
-           'eval_template_hash', 'score_context', 'primed_prompt']
+           'ANSWER_PRIMER', 'build_query', 'shot_order', 'EvalTemplate', 'paper_toe_text', 'template_text',
+           'build_eval_prompt', 'eval_template_hash', 'score_context', 'primed_prompt']
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c006
 def build_query(item: dict) -> str: # a WSC+ row or item (pronoun, snippet, statement, options_raw)
@@ -24,6 +24,14 @@ def build_query(item: dict) -> str: # a WSC+ row or item (pronoun, snippet, stat
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c00a
 EVAL_SHOT_LINES = (3002, 3005, 3016)  # WSC+.csv lines of the evaluation examples (answers 0, 1, 2)
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #4a101542
+def shot_order(item_id: str, # the item asked about
+               seed: int=0 # the setting's seed
+              ) -> tuple:
+    "`EVAL_SHOT_LINES` in one of their six orders, chosen by a hash of the item and the seed."
+    orders = list(itertools.permutations(EVAL_SHOT_LINES))
+    return orders[int(stable_hash('wscplus-shot-order', item_id, seed)[:8], 16) % len(orders)]
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c00b
 SHOT_REASONS = {  # line -> our one-line reason (few-shot template)
@@ -116,15 +124,16 @@ def _example(item: dict, body: str) -> str:
     return f'Q: {build_query(item)}\nA: {body}'
 
 def template_text(name: str, # a key of `EVAL_TEMPLATES`
-                  shots: dict # WSC+ line -> item (rows of the few-shot split)
+                  shots: dict, # WSC+ line -> item (rows of the few-shot split)
+                  lines: tuple=EVAL_SHOT_LINES # the examples' lines, in the order shown
                  ) -> str:
     "The full text of template `name`, examples included, ending with 'Q:'."
     t = EVAL_TEMPLATES[name]
     if t.source == 'paper': return paper_toe_text()
     def steps(l): return ' '.join(f'Step {i + 1}: {s}' for i, s in enumerate(SHOT_STEPS[l]))
     def plain(l): return f"{shots[l]['label']}; {SHOT_REASONS[l]}"
-    ex = {'none': [], 'plain': [_example(shots[l], plain(l)) for l in EVAL_SHOT_LINES],
-          'steps': [_example(shots[l], f"{shots[l]['label']}; {steps(l)}") for l in EVAL_SHOT_LINES],
+    ex = {'none': [], 'plain': [_example(shots[l], plain(l)) for l in lines],
+          'steps': [_example(shots[l], f"{shots[l]['label']}; {steps(l)}") for l in lines],
           'tree': [f"Q: {build_query(shots[3002])}\nA:\n" + TREE_EXAMPLE.format(answer=shots[3002]['label'])]}
     ex = ex[t.examples]
     return t.intro + ('\nExamples:\n' + '\n'.join(ex) if ex else '') + '\nQ:'
@@ -132,10 +141,11 @@ def template_text(name: str, # a key of `EVAL_TEMPLATES`
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c018
 def build_eval_prompt(item: dict, # the item asked about
                       name: str, # a template name
-                      shots: dict # WSC+ line -> few-shot item
+                      shots: dict, # WSC+ line -> few-shot item
+                      lines: tuple=EVAL_SHOT_LINES # the examples' lines, in the order shown
                      ) -> str:
     "The user message of the paper's protocol: template text, one space, the query."
-    return template_text(name, shots) + ' ' + build_query(item)
+    return template_text(name, shots, lines) + ' ' + build_query(item)
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c019
 def eval_template_hash(name: str, shots: dict) -> str:
@@ -151,6 +161,10 @@ def score_context(item: dict, name: str, shots: dict) -> str:
 ANSWER_PRIMER = '\nA:'  # what a base model's prompt ends with: the answer label of the templates' examples
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c052
-def primed_prompt(item: dict, name: str, shots: dict) -> str:
-    "The raw prompt of a model without a chat template: the user message, then the answer label."
-    return build_eval_prompt(item, name, shots) + ANSWER_PRIMER
+def primed_prompt(item: dict, # the item asked about
+                  name: str, # a template name
+                  shots: dict, # WSC+ line -> few-shot item
+                  seed: int=0 # the setting's seed: the examples' order (`shot_order`)
+                 ) -> str:
+    "The raw prompt of a model without a chat template: the user message, examples in a seeded order, the label."
+    return build_eval_prompt(item, name, shots, shot_order(item['id'], seed)) + ANSWER_PRIMER

@@ -97,8 +97,8 @@ def shots_of(pool: list[dict]) -> dict:
 def item_requests(item: dict, # a WSC+ item
                   strategy: str, # a strategy name
                   shots: dict, # few-shot items by line
-                  seed: int=0, # the setting's seed (self-consistency samples)
-                  chat: bool=True) -> tuple: # the model has a chat template (else: primed raw prompts)
+                  seed: int=0, # the setting's seed (self-consistency samples; base models' example order)
+                  chat: bool=True) -> tuple: # the model has a chat template (else: primed raw prompts, seeded order)
     "The requests of one item under `strategy`: one generation, k samples, or three scored digits."
     st = parse_strategy(strategy)
     if st.protocol == 'score':
@@ -106,7 +106,7 @@ def item_requests(item: dict, # a WSC+ item
         return tuple(LoglikelihoodRequest(ctx, f' {d}') for d in (0, 1, 2))
     kw = dict(max_tokens=EVAL_TEMPLATES[st.template].max_tokens)
     if chat: kw.update(messages=(('user', build_eval_prompt(item, st.template, shots)),), stop=STOP)
-    else: kw.update(prompt=primed_prompt(item, st.template, shots), stop=STOP)
+    else: kw.update(prompt=primed_prompt(item, st.template, shots, seed), stop=STOP)
     if st.protocol == 'generate': return (GenerateRequest(**kw),)
     return tuple(GenerateRequest(**kw, temperature=SC_TEMPERATURE, seed=seed * st.k + i) for i in range(st.k))
 
