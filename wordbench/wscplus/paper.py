@@ -6,6 +6,7 @@
 from __future__ import annotations
 import pandas as pd
 from ..report_card import Card, ours_row, ref_row, register_card
+from .metrics import calibrate_scored
 
 # %% auto #0
 __all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'PAPER_TABLE2', 'PAPER_TABLE5', 'CARD_PAPER_STRATEGIES', 'WSCPLUS_CARD',
@@ -31,9 +32,10 @@ CARD_PAPER_STRATEGIES = ('toe-paper',)  # strategies that run the paper's ToE te
 
 # %% ../../nbs/48_wscplus_paper.ipynb #b792346f
 def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` rows
-    "Per strategy: our accuracy, uniform random, always 'neither', majority per type, GPT-4 (ToE) and people."
+    "Per strategy and calibrated twin: ours, random, always 'neither', majority per type, GPT-4 (ToE), people."
     out = []
-    for s, g in res.groupby('strategy', sort=True):
+    cal = calibrate_scored(res) if {'protocol', 'logprob0'} <= set(res.columns) else res.iloc[:0]
+    for s, g in pd.concat([res, cal]).groupby('strategy', sort=True):
         ok = g[~g.failed.astype(bool)]
         per_type = sum(int((t.label == t.label.value_counts().sort_index().idxmax()).sum())
                        for _, t in ok.groupby('type'))
@@ -46,5 +48,7 @@ def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` 
     return out
 
 # %% ../../nbs/48_wscplus_paper.ipynb #16357635
-WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)',
-                                  'accuracy (%) over three answers; an unparsable reply is wrong', wscplus_card_rows))
+_METRIC = ("accuracy (%) over three answers; an unparsable reply is wrong; `<strategy>-calibrated`: a scored strategy "
+           "re-decided against each answer's mean probability over the items (prior-calibrated)")
+WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)', _METRIC,
+                                  wscplus_card_rows))
