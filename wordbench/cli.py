@@ -256,9 +256,12 @@ def report_model(model: str, # model name for `get_lm`
                  tasks=None, # task names (default: every registered task with `grid`)
                  lm_options: dict|None=None, # backend options
                  task_options: dict|None=None, # options given to each task that knows them, e.g. {'n': 3}
-                 cache: bool|str|Path=True) -> tuple[list[Path], dict]: # cache responses (a path: that file or folder)
+                 cache: bool|str|Path=True, # cache responses (a path: that file or folder)
+                 identity: str|None=None) -> tuple[list[Path], dict]: # the results' identity the card shows
+                                                                       # (or a part of it); None: the only one
     "Evaluate `model` on every task's `grid`, then write its report card; the card's files and {task: why skipped}."
     from wordbench.report_card import write_card
+    from wordbench.results import pick_identities
     from wordbench.tasks import SETTING_OPTIONS
     names, skipped = list(tasks or [n for n, t in TASKS.items() if grid in t.grids]), {}
     if not names: raise UserError(f'no registered task has a grid {grid!r}', 'use --grid cpu or --grid full')
@@ -268,7 +271,8 @@ def report_model(model: str, # model name for `get_lm`
         try: run_eval(task, [model], backend, out=results, grid=grid if grid in task.grids else None, cache=cache,
                       lm_options=lm_options, **opts)
         except USER_ERRORS as e: skipped[name] = user_message(e)
-    return write_card(model, out, results, names if tasks else in_system_order(TASKS)), skipped
+    with pick_identities({model: identity} if identity else {}):
+        return write_card(model, out, results, names if tasks else in_system_order(TASKS)), skipped
 
 # %% ../nbs/90_cli.ipynb #8347f766
 def _report_parser(sub):
@@ -281,6 +285,8 @@ def _report_parser(sub):
     r.add_argument('--out', default=None, help="the card's folder (default figures/models/<model>/)")
     r.add_argument('--results', default=None, help='results folder (default data/results/)')
     r.add_argument('--no-eval', action='store_true', help='write the card from the results already there')
+    r.add_argument('--identity', default=None, help='the results identity the card shows, where a file holds '
+                   'several (an identity, or a part of one that matches only one)')
     r.add_argument('--cache', default=None, metavar='PATH', help='the response cache: a SQLite file or a folder '
                    '(default: lm/results.sqlite under WORDBENCH_CACHE)')
     r.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every one with the grid)')
@@ -295,7 +301,8 @@ def _report(a) -> int:
         raise UserError(f'wordbench report runs in one process, but this is process {shard} of a launcher',
                         'run `wordbench eval TASK --grid GRID` under the launcher, then `wordbench report --no-eval`')
     files, skipped = report_model(a.model, a.backend, a.grid, a.out, a.results, not a.no_eval, a.tasks,
-                                  _lm_options(a), parse_key_values(a.task_option, '--task-option'), a.cache or True)
+                                  _lm_options(a), parse_key_values(a.task_option, '--task-option'), a.cache or True,
+                                  a.identity)
     for p in files: print(p)
     for name, why in skipped.items(): print(f'wordbench: {name} not evaluated: {why}', file=sys.stderr)
     return 0
@@ -374,6 +381,24 @@ def _check_server(a) -> int:
     print(line)
     return 0 if ok else 1
 
+# %% ../nbs/90_cli.ipynb #d13c8d5b
+def _migrate_parser(sub):
+    "`wordbench migrate-results [--results DIR] [--identity IDENTITY] [--tasks ...]`."
+    m = sub.add_parser('migrate-results', help='give results files written before identities theirs (once; '
+                                               'nothing is recomputed)')
+    m.set_defaults(func=_migrate)
+    m.add_argument('--results', default=None, help='results folder (default data/results/)')
+    m.add_argument('--identity', default=None, help="every file's identity (default: the hf backend's on the CPU "
+                                                    "in float32 for the file's model)")
+    m.add_argument('--tasks', nargs='+', default=None, help='only these tasks (default: every registered one)')
+
+def _migrate(a) -> int:
+    "`wordbench migrate-results ...`: each file, its identity, and whether it was given it now."
+    from wordbench.tasks import migrate_results
+    for path, identity, added in migrate_results(a.results, a.identity, a.tasks):
+        print(f"{path}: {identity} ({'added' if added else 'already there'})")
+    return 0
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -400,6 +425,7 @@ def _parser() -> argparse.ArgumentParser:
     _report_parser(sub)
     _verify_parser(sub)
     _check_server_parser(sub)
+    _migrate_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827

@@ -10,8 +10,8 @@ from .lm import TopK, TopKRequest
 
 # %% auto #0
 __all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'resolve_device', 'weights_hash', 'pad',
-           'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
+           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'window_suffix', 'resolve_device',
+           'weights_hash', 'pad', 'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
 
 # %% ../nbs/03c0_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -85,15 +85,19 @@ def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inpu
 
 # %% ../nbs/03c0_hf_common.ipynb #7661cf85
 def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `backend`, `name`, `model`, `dtype`
-    "`<backend>:<model identity>:<dtype>[:<device kind>]`, once per model; for a model object a hash of its weights."
+    ("`<backend>:<model identity>[@<hub commit>]:<dtype>[:<device kind>][:len=<window>]`, once per model; "
+     "for a model object a hash of its weights.")
     if '_identity' not in lm.__dict__:
         if lm.name is not None:
             from wordbench.resources import model_identity
             ident = model_identity(lm.name)
+            commit = getattr(lm.model.config, '_commit_hash', None)   # a hub id: the revision its files came from
+            if '@' not in ident and isinstance(commit, str) and commit: ident = f'{ident}@{commit[:16]}'
         else:
             name = getattr(lm.model.config, '_name_or_path', '') or type(lm.model).__name__
             ident = f"{name}@{weights_hash(lm.model)}"
-        lm._identity = f'{lm.backend}:{ident}:{identity_suffix(lm.dtype, getattr(lm, "device", None))}'
+        suffix = identity_suffix(lm.dtype, getattr(lm, "device", None)) + window_suffix(lm)
+        lm._identity = f'{lm.backend}:{ident}:{suffix}'
     return lm._identity
 
 # %% ../nbs/03c0_hf_common.ipynb #786cccbc
@@ -103,6 +107,14 @@ def identity_suffix(dtype: str, # the backend's precision as the identity spells
     kind = None if device is None else getattr(device, 'type', str(device).split(':')[0])
     return dtype if kind in (None, 'cpu') else f'{dtype}:{kind}'
 
+
+# %% ../nbs/03c0_hf_common.ipynb #9ac824ed
+def window_suffix(lm) -> str: # a backend with `max_length` (the window it truncates inputs to) and `model`
+    "`:len=<max_length>` when the window differs from the model's own (its config's, else 2048); '' otherwise."
+    n = getattr(lm, 'max_length', None)
+    cfg = lm.model.config.get_text_config() if hasattr(lm.model.config, 'get_text_config') else lm.model.config
+    own = getattr(cfg, 'max_position_embeddings', None) or 2048
+    return '' if n is None or n == own else f':len={n}'
 
 # %% ../nbs/03c0_hf_common.ipynb #64ea2923
 def resolve_device(device: str='cpu', # cpu, cuda, cuda:N, or auto (every GPU there is, else the CPU)

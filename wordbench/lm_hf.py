@@ -85,7 +85,7 @@ class HFCausalLM(LM):
         if self.prefix_attention is None: self.prefix_attention = self.device.type == 'cpu'
 
     def identity(self) -> str:
-        "`hf:<model identity>:<dtype>[:<device kind>]` (`transformers_identity`; objects: a weights hash)."
+        "`hf:<model identity>:<dtype>[:<device kind>][:len=<window>]` (`transformers_identity`)."
         return transformers_identity(self)
 
     def _hidden(self, ids, attention_mask=None, position_ids=None):

@@ -133,9 +133,12 @@ class OpenAILM(LM):
         return self._endpoint
     def identity(self) -> str:
         ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
-         "plus `:serves=<...>` (`served`) once `probe` has run.")
+         "plus `:serves=<...>` (`served`) once `probe` has run, "
+         "and `:server=<kind>` where the server says what it is.")
         name = f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
-        return name + (f':serves={self.endpoint.served}' if self._probed else '')
+        if not self._probed: return name
+        kind = self.endpoint.server   # vllm, sglang, llama.cpp ... (`server_kind`); no version is probed
+        return name + f':serves={self.endpoint.served}' + (f':server={kind}' if kind else '')
 
 # %% ../nbs/03b_openai.ipynb #a8cd203f
 @patch

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_results.ipynb #3c13f796
 from __future__ import annotations
-import gzip, re, zlib
+import contextlib, contextvars, gzip, re, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -13,34 +13,48 @@ from .core import project_root, atomic_write, file_lock, UserError
 
 # %% auto #0
 __all__ = ['CORE_COLUMNS', 'ResultSchema', 'tidy', 'write_results', 'read_results', 'merge_results', 'update_results',
-           'model_slug', 'results_dir', 'results_path', 'eval_command', 'load_results']
+           'model_slug', 'model_spec', 'results_dir', 'results_path', 'eval_command', 'pick_identities',
+           'pick_identity', 'load_results', 'add_identity']
 
 # %% ../nbs/04_results.ipynb #0917a5d3
 CORE_COLUMNS = ('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed')
 
 # %% ../nbs/04_results.ipynb #fc0a8f63
+def _after_model(cols: tuple) -> tuple:
+    "`cols` (a key) with `identity` right after `model` (first when there is no `model`), unless it is there already."
+    cols = tuple(cols)
+    if 'identity' in cols: return cols
+    at = cols.index('model') + 1 if 'model' in cols else 0
+    return cols[:at] + ('identity',) + cols[at:]
+
 @dataclass(frozen=True)
 class ResultSchema:
-    "Columns, key, dtypes and run columns of one task's results."
-    columns: tuple   # every column, in file order; must contain `CORE_COLUMNS`
-    key: tuple       # the columns that identify a row (row order in files)
+    "Columns, key, dtypes and run columns of one task's results; every schema gets the `identity` column."
+    columns: tuple   # every column, in file order; must contain `CORE_COLUMNS` (`identity` is added last)
+    key: tuple       # the columns that identify a row of one identity (row order in files)
     dtypes: dict = field(default_factory=dict)  # column -> dtype that `tidy` enforces, e.g. {'pred': 'Int64'}
     text: tuple = ()     # columns read as strings, never as numbers (ids, words, model names, replies)
     runs: tuple = ('seed',)  # columns whose combinations are the runs of one setting
     parsed: bool = False     # answers are parsed from text: the schema must have `invalid`
     orderings: tuple = ()    # columns that order near-tied candidates (top-k lists, ranks): float noise may move them
     def __post_init__(self):
+        if 'identity' not in self.columns: object.__setattr__(self, 'columns', (*self.columns, 'identity'))
+        object.__setattr__(self, 'text', tuple(dict.fromkeys((*self.text, 'identity'))))
         missing = [c for c in CORE_COLUMNS + (('invalid',) if self.parsed else ()) if c not in self.columns]
         if missing: raise ValueError(f'a results schema needs the core columns; missing {missing}')
         if not set(self.key) <= set(self.columns): raise ValueError(f'key {self.key} not among the columns')
+    @property
+    def merge_key(self) -> tuple:
+        "`key` with `identity`: what `tidy` sorts on and `merge_results` replaces by."
+        return _after_model(self.key)
 
 # %% ../nbs/04_results.ipynb #8ead61c5
 def tidy(df: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
-    "Results in canonical column order, dtypes and row order (by the schema's key)."
+    "Results in canonical column order, dtypes and row order (by the schema's `merge_key`)."
     missing = [c for c in schema.columns if c not in df.columns]
     if missing: raise ValueError(f'results lack columns {missing}')
     df = df[list(schema.columns)].astype(schema.dtypes)
-    return df.sort_values(list(schema.key), kind='stable').reset_index(drop=True)
+    return df.sort_values(list(schema.merge_key), kind='stable').reset_index(drop=True)
 
 # %% ../nbs/04_results.ipynb #1210a688
 def write_results(df: pd.DataFrame, path, schema: ResultSchema) -> Path:
@@ -49,25 +63,34 @@ def write_results(df: pd.DataFrame, path, schema: ResultSchema) -> Path:
     return atomic_write(path, gzip.compress(text.encode('utf-8'), mtime=0))
 
 # %% ../nbs/04_results.ipynb #4be1dec0
-def read_results(path, schema: ResultSchema) -> pd.DataFrame:
-    "Results written by `write_results`, with their dtypes; a corrupt file is a `UserError` naming it."
+def _read_csv(path, schema: ResultSchema) -> pd.DataFrame:
+    "The file's table as stored (text columns as strings, Int64 columns as such), not yet `tidy`."
     text = [c for c in schema.text if c in schema.columns]
-    try:
-        dtype = {**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}}
-        df = pd.read_csv(path, dtype=dtype, keep_default_na=False,
-                         na_values={c: [''] for c in schema.columns if c not in text})
-        return tidy(df, schema)
+    dtype = {**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}}
+    return pd.read_csv(path, dtype=dtype, keep_default_na=False,
+                       na_values={c: [''] for c in schema.columns if c not in text})
+
+def read_results(path, schema: ResultSchema) -> pd.DataFrame:
+    "Results written by `write_results`, with their dtypes; a corrupt or pre-identity file: a `UserError`."
+    try: df = _read_csv(path, schema)
     except (FileNotFoundError, PermissionError): raise
     except (OSError, EOFError, ValueError, zlib.error) as e:
+        raise UserError(f'results file {path} is unreadable or corrupt ({type(e).__name__}: {str(e)[:120]})',
+                        'delete it (or restore it with git) and rerun the `wordbench eval` that makes it') from None
+    if [c for c in schema.columns if c not in df.columns] == ['identity']:
+        raise UserError(f'results file {path} has no identity column (it predates them)',
+                        'give it one, once, with `wordbench migrate-results` (nothing is recomputed)')
+    try: return tidy(df, schema)
+    except ValueError as e:
         raise UserError(f'results file {path} is unreadable or corrupt ({type(e).__name__}: {str(e)[:120]})',
                         'delete it (or restore it with git) and rerun the `wordbench eval` that makes it') from None
 
 # %% ../nbs/04_results.ipynb #5733e515
 def merge_results(old: pd.DataFrame|None, new: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
-    "`old` with every row that `new` has a key for replaced by `new`'s."
+    "`old` with every row that `new` has a `merge_key` for replaced by `new`'s."
     if old is None or old.empty: return tidy(new, schema)
     if new.empty: return tidy(old, schema)   # nothing to add (a shard without items): the file as it is
-    key = list(schema.key)
+    key = list(schema.merge_key)
     stale = pd.MultiIndex.from_frame(old[key]).isin(pd.MultiIndex.from_frame(new[key]))
     return tidy(pd.concat([old[~stale], new], ignore_index=True), schema)
 
@@ -87,6 +110,12 @@ def model_slug(model: str) -> str:
     "A file-name-safe form of a model name (`/` and other odd characters become `_`)."
     return re.sub(r'[^A-Za-z0-9._-]+', '_', model).strip('_')
 
+# %% ../nbs/04_results.ipynb #7c761d88
+def model_spec(spec: str) -> tuple[str, str|None]: # a model name, or `MODEL[IDENTITY]`
+    "`(model, identity)` of `MODEL[IDENTITY]` (a name has no brackets, so no name reads as a spec); `(spec, None)`."
+    m = re.fullmatch(r'([^\[\]]+)\[(.+)\]', str(spec).strip())
+    return (m[1].strip(), m[2].strip()) if m else (str(spec), None)
+
 # %% ../nbs/04_results.ipynb #b6c95e89
 def results_dir(out=None) -> Path:
     "Where results live: `out`, else `data/results` in the checkout."
@@ -94,8 +123,8 @@ def results_dir(out=None) -> Path:
 
 # %% ../nbs/04_results.ipynb #74d8200e
 def results_path(task: str, model: str, out=None) -> Path:
-    "The results file of `model` for `task`."
-    return results_dir(out)/f'{task}_{model_slug(model)}.csv.gz'
+    "The results file of `model` (a name, or a spec `MODEL[IDENTITY]`) for `task`."
+    return results_dir(out)/f'{task}_{model_slug(model_spec(model)[0])}.csv.gz'
 
 # %% ../nbs/04_results.ipynb #e09b2b2b
 _OPTION = {'strategy': 'strategies', 'shots': 'shots', 'seed': 'seeds'}  # column -> `wordbench eval` option
@@ -107,25 +136,66 @@ def eval_command(task: str, model: str, require: dict|None=None) -> str:
         cmd += f" --{_OPTION.get(col, col).replace('_', '-')} " + ' '.join(map(str, values))
     return cmd
 
+# %% ../nbs/04_results.ipynb #45fbfa3a
+_PICKED = contextvars.ContextVar('wordbench_picked_identities', default={})
+
+@contextlib.contextmanager
+def pick_identities(picks: dict): # model name -> identity (or a part of one), as `MODEL[IDENTITY]` would name it
+    "Within the block, `load_results` reads `picks[M]`'s rows for model `M` wherever it is named without a spec."
+    token = _PICKED.set({**_PICKED.get(), **picks})
+    try: yield
+    finally: _PICKED.reset(token)
+
+# %% ../nbs/04_results.ipynb #89425e3d
+def pick_identity(df: pd.DataFrame, # one model's rows (every identity its file holds)
+                  want: str|None, # an identity or a part that matches only one; None: the file's only identity
+                  where: str) -> pd.DataFrame: # the file, for the message
+    "The rows of one identity: `want`'s, else the only one there; a one-line `UserError` listing them otherwise."
+    have = sorted(df.identity.unique())
+    hits = have if want is None else [want] if want in have else [i for i in have if want in i]
+    if len(hits) <= 1 and (want is None or hits):
+        return df if len(have) <= 1 else df[df.identity == hits[0]].reset_index(drop=True)
+    said = ('identities' if want is None else f'identities matching {want!r}' if hits
+            else f'no identity {want!r}, only')
+    raise UserError(f"{where} holds {said}: {', '.join(hits or have)}",
+                    'name one as MODEL[IDENTITY] in the models list (a part that matches only one will do), '
+                    'or pass `--identity IDENTITY` to `wordbench report`')
+
 # %% ../nbs/04_results.ipynb #9eea1496
 def load_results(task: str, # the task whose results to read
-                 models: Sequence[str], # model names, as passed to the evaluation
+                 models: Sequence[str], # model names as evaluated, or `MODEL[IDENTITY]` to pick one identity
                  schema: ResultSchema, # the task's schema
                  out=None, # results folder; default `data/results`
                  require: dict|None=None # column -> values whose every combination each model must have
                 ) -> pd.DataFrame:
-    "The results of `models` (concatenated), checked to contain every `require`d combination of settings."
+    "One identity's results per model (concatenated), checked to contain every `require`d combination of settings."
     import itertools
     frames = []
-    for m in models:
+    for spec in models:
+        m, want = model_spec(spec)
         p, cmd = results_path(task, m, out), eval_command(task, m, require)
         if not p.exists(): raise FileNotFoundError(f'no {task} results for {m} at {p}; make them with `{cmd}`')
-        df = read_results(p, schema)
+        df = pick_identity(read_results(p, schema), want or _PICKED.get().get(m), str(p))
         cols = list(require or {})
         have = set(df[cols].itertuples(index=False, name=None)) if cols else set()
         missing = [c for c in itertools.product(*(require or {}).values()) if cols and c not in have]
         if missing:
             raise ValueError(f'{p} lacks {len(missing)} setting(s) of {cols}, e.g. {missing[:3]}; '
                              f'make them with `{cmd}`')
-        frames.append(df)
+        frames.append(df.assign(model=spec) if want else df)
     return pd.concat(frames, ignore_index=True)
+
+# %% ../nbs/04_results.ipynb #4e7ad3bf
+def add_identity(path, # a results file
+                 schema: ResultSchema, # its task's schema
+                 identity: str) -> bool: # what computed every row, e.g. `hf:gemma3-270m@a5fd3b62230aa5ec:float32`
+    "Give the results file at `path` its `identity` column (once; nothing else changes); whether it was rewritten."
+    with file_lock(path):
+        df = _read_csv(path, schema)
+        if 'identity' in df.columns:
+            have = sorted(set(df.identity))
+            if set(have) <= {identity}: return False
+            raise UserError(f"{path} already holds identity {', '.join(have)}, not {identity}",
+                            'leave it: only a file without an identity column is given one')
+        write_results(df.assign(identity=identity), path, schema)
+    return True

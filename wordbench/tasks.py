@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_tasks.ipynb #626d9aef
 from __future__ import annotations
-import inspect, logging, os, re, time, warnings
+import inspect, json, logging, os, re, time, warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,14 +15,15 @@ from .core import Registry, UserError, file_lock
 from .lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
 from .build import open_lm
 from .choices import score_choices
-from .results import ResultSchema, load_results, read_results, results_path
-from .run_record import job_key, run_config, run_record, write_run_record
+from .results import ResultSchema, add_identity, load_results, read_results, results_dir, results_path
+from .run_record import job_key, record_paths, run_config, run_record, write_run_record
 from .results import update_results
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'Shard',
-           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'run_eval', 'Builder',
-           'register_builder', 'parse_flag', 'option_type', 'builder_options', 'builder_kwargs']
+           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'run_eval',
+           'default_identity', 'migrate_results', 'Builder', 'register_builder', 'parse_flag', 'option_type',
+           'builder_options', 'builder_kwargs']
 
 # %% ../nbs/06_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -109,10 +110,10 @@ def settings(self: Task, strategies: Sequence[str]|None=None, # default: `defaul
 
 # %% ../nbs/06_tasks.ipynb #26905c14
 @patch
-def results(self: Task, models: Sequence[str], # model names
+def results(self: Task, models: Sequence[str], # model names, or `MODEL[IDENTITY]` to pick one identity of a model
             out=None, # results folder; default `data/results`
             require: dict|None=None) -> pd.DataFrame: # column -> values each model must have every combination of
-    "The task's results for `models`, read from their files (see `wordbench.results.load_results`)."
+    "One identity's results per model of `models`, read from their files (see `wordbench.results.load_results`)."
     return load_results(self.name, models, self.schema, out, require)
 
 # %% ../nbs/06_tasks.ipynb #582327f8
@@ -211,7 +212,7 @@ def run_task(task: Task, # a registered (or any) task
     for i, j in enumerate(jobs):
         responses = [answer[(i, r)] if isinstance(r, LoglikelihoodRequest) else answer[r] for r in j.requests]
         row = task.row(j.item, j.setting, j.requests, responses)
-        rows.append({'task': task.name, 'model': model or lm.identity(), **row})
+        rows.append({'task': task.name, 'model': model or lm.identity(), 'identity': lm.identity(), **row})
     return tidy(pd.DataFrame(rows, columns=list(task.schema.columns)), task.schema)
 
 # %% ../nbs/06_tasks.ipynb #1b43c3bc
@@ -230,11 +231,12 @@ def grid_parts(task: Task, grid: str|None=None, **options) -> list[dict]:
 def run_rows(task: Task, # the task as evaluated
              path, # its results file
              model: str, # the `model` column
-             parts: Sequence[tuple]) -> pd.DataFrame: # `(settings, items, pool)` per part of the run
+             parts: Sequence[tuple], # `(settings, items, pool)` per part of the run
+             identity: str|None=None) -> pd.DataFrame: # the run's `identity` (None: every identity in the file)
     "The rows of `path` that the jobs of `parts` make, part by part: what every shard of a run has merged so far."
     key = [c for c in task.schema.key if c != 'model']
     df = read_results(path, task.schema)
-    df = df[df.model == model]
+    df = df[(df.model == model) & ((df.identity == identity) if identity is not None else True)]
     have, frames = list(df[key].itertuples(index=False, name=None)), []
     for settings, items, pool in parts:
         want = {job_key(task, j, key) for j in task.jobs(items, settings, pool) if j.requests is not None}
@@ -249,7 +251,7 @@ def _record(task: Task, model: str, path: Path, frames: list, parts: list, confi
         return write_run_record(path, *run_record(task, model, pd.concat(frames, ignore_index=True), parts, config,
                                                   seconds))
     with file_lock(path):
-        rows = run_rows(task, path, model, parts)
+        rows = run_rows(task, path, model, parts, config.get('model_sha'))
         return write_run_record(path, *run_record(task, model, rows, parts, {**config, 'shards': shard.count}, seconds))
 
 # %% ../nbs/06_tasks.ipynb #c28df236
@@ -280,11 +282,38 @@ def run_eval(task: str|Task, # a task or its registered name
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}'
-                     + (f' (shard {shard})' if shard is not None and shard.count > 1 else ''))
+                     + (f' (shard {shard})' if shard is not None and shard.count > 1 else '')
+                     + f', identity {lm.identity()}')
         _record(asked, m, path, frames, parts, run_config(m, backend, lm, grid, lm_options, options), time.time() - t0,
                 shard)
         paths.append(path)
     return paths
+
+# %% ../nbs/06_tasks.ipynb #2b186f6d
+def default_identity(model: str) -> str: # a short name, local folder or hub id
+    "`model`'s identity under the `hf` backend's defaults (CPU, float32, its own window); no weights are loaded."
+    from wordbench.resources import model_identity
+    return f'hf:{model_identity(model)}:float32'
+
+# %% ../nbs/06_tasks.ipynb #25228ddb
+def migrate_results(folder=None, # results folder (default `data/results`)
+                    identity: str|None=None, # every file's identity (default: `default_identity` of its model)
+                    tasks: Sequence[str]|None=None # task names (default: every registered one)
+                   ) -> list[tuple[Path, str, bool]]:
+    "Give each results file without an `identity` column its identity (`add_identity`); `(path, identity, added)`."
+    out = []
+    for name in tasks or list(TASKS):
+        for path in sorted(results_dir(folder).glob(f'{name}_*.csv.gz')):
+            models = pd.read_csv(path, usecols=['model'], dtype=str, keep_default_na=False).model.unique()
+            if len(models) != 1:
+                raise UserError(f'{path} holds {len(models)} models', 'give it an identity with `add_identity`')
+            ident, rec = identity or default_identity(str(models[0])), record_paths(path)[0]
+            ran = json.loads(rec.read_text()).get('config', {}).get('model_sha') if rec.exists() else None
+            if ran and ran != ident:
+                raise UserError(f'{path} was written by {ran} (its run record), not {ident}',
+                                f'pass --identity {ran}')
+            out.append((path, ident, add_identity(path, TASKS[name].schema, ident)))
+    return out
 
 # %% ../nbs/06_tasks.ipynb #3e774be3
 @dataclass

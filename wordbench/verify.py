@@ -10,7 +10,7 @@ from typing import Sequence
 import pandas as pd
 from .core import UserError
 from .lm import get_lm
-from .results import ResultSchema, read_results, results_dir, write_results
+from .results import ResultSchema, pick_identity, read_results, results_dir, write_results
 from .tasks import SETTING_OPTIONS, TASKS, Setting, Task, grid_parts, run_task
 
 # %% auto #0
@@ -24,11 +24,11 @@ SCORE_TOLERANCE = 5e-3  # nats (or score units): 3x the largest cross-CPU |diffe
 def column_kinds(schema: ResultSchema, # the task's results schema
                  df: pd.DataFrame # results read with `read_results` (dtypes as stored)
                 ) -> dict[str, str]:
-    "Each non-key column's comparison: 'score' (float, within a tolerance), 'ordering' (counted) or 'exact'."
+    "Each value column's comparison: 'score' (float, within a tolerance), 'ordering' (counted) or 'exact'."
     def kind(c):
         if c in schema.orderings: return 'ordering'
         return 'score' if c not in schema.text and pd.api.types.is_float_dtype(df[c]) else 'exact'
-    return {c: kind(c) for c in schema.columns if c not in schema.key}
+    return {c: kind(c) for c in schema.columns if c not in schema.merge_key}   # `identity` names, it is no value
 
 # %% ../nbs/06a_verify.ipynb #5f8f098d
 def compare_results(committed: pd.DataFrame, # the committed rows (at least those recomputed)
@@ -120,6 +120,9 @@ def verify_file(path, # a committed results file `<task>_<model>.csv.gz`
                ) -> pd.DataFrame:
     "The comparison table of one file (`compare_results`), with task, model, rows recomputed and rows skipped."
     committed = read_results(path, task.schema)
+    if len(committed):   # a file of several identities: the one `lm` has, else refused with the list
+        mine = lm.identity() if (committed.identity == lm.identity()).any() else None
+        committed = pick_identity(committed, mine, str(path))
     model = str(committed.model.iloc[0]) if len(committed) else ''
     sources = grid_sources(task, grids) if sources is None else sources
     new, skipped = recompute(task, lm, model, sample_rows(committed, n, seed), sources)
