@@ -93,6 +93,12 @@ def jobs(self: Task, items: list[dict], settings: Sequence[Setting], pool: list[
             reqs = self.requests(it, s, pool)
             yield Job(it, s, None if reqs is None else tuple(reqs))
 
+# %% ../nbs/06_tasks.ipynb #99788f19
+@patch
+def decisions(self: Task, requests: tuple) -> list[tuple]: # one job's requests, as `requests` made them
+    "The job's decisions, each scored and re-checked on its own: by default one, of all its log-likelihood requests."
+    return [tuple(r for r in requests if isinstance(r, LoglikelihoodRequest))]
+
 # %% ../nbs/06_tasks.ipynb #02734d9c
 @patch
 def settings(self: Task, strategies: Sequence[str]|None=None, # default: `default_strategies`; 'all': every one
@@ -200,11 +206,9 @@ def run_task(task: Task, # a registered (or any) task
     lm.require({type(r) for r in reqs})   # a model that cannot serve them refuses here, before any request
     log.info(f'{task.name}: {len(jobs):,} item-settings, {len(reqs):,} requests, {len(set(reqs)):,} distinct')
     answer = {}
-    decisions = [tuple(r for r in j.requests if isinstance(r, LoglikelihoodRequest)) for j in jobs]
-    chosen = [d for d in decisions if d]
-    scored = iter(score_choices(lm, chosen, recheck_margin, progress).scores if chosen else [])
-    for i, d in enumerate(decisions):
-        if d: answer.update({(i, r): x for r, x in zip(d, next(scored))})
+    decisions = [(i, d) for i, j in enumerate(jobs) for d in task.decisions(j.requests) if d]
+    scored = score_choices(lm, [d for _, d in decisions], recheck_margin, progress).scores if decisions else []
+    for (i, d), x in zip(decisions, scored): answer.update({(i, r): y for r, y in zip(d, x)})
     for kind, method in ((TopKRequest, lm.topk), (GenerateRequest, lm.generate)):
         distinct = _distinct(r for r in reqs if isinstance(r, kind))
         if distinct: answer.update(zip(distinct, method(distinct, progress=progress)))

@@ -13,10 +13,11 @@ from ..prompts import LETTERS, conversation, first_group, first_token_in, letter
 
 # %% auto #0
 __all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',
-           'STRATEGIES', 'COMPLETION_STOP', 'PROMPT_FORMATS', 'ANSWER_FORMS', 'CSJ_NEGATIVE', 'CSJ_POSITIVE',
-           'DEDUCE_SYSTEM', 'DEDUCE_USER', 'paper_prompt', 'split_strategy', 'user_prompt', 'system_prompt',
-           'mask_term', 'select_shots', 'shot_answer', 'messages', 'completion_prompt', 'prompt_format',
-           'generate_request', 'choice_requests', 'parse_choice', 'parse_judgement', 'parse_reply']
+           'STRATEGIES', 'COMPLETION_STOP', 'PROMPT_FORMATS', 'ANSWER_FORMS', 'PRIOR_CONTEXT', 'CSJ_NEGATIVE',
+           'CSJ_POSITIVE', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'paper_prompt', 'split_strategy', 'user_prompt',
+           'system_prompt', 'mask_term', 'select_shots', 'shot_answer', 'messages', 'completion_prompt',
+           'prompt_format', 'generate_request', 'choice_requests', 'prior_requests', 'rotated', 'parse_choice',
+           'parse_judgement', 'parse_reply']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
 NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()`
@@ -176,6 +177,21 @@ def choice_requests(item: dict, strategy: str, shots: Sequence[dict]=(), answers
     elif answers == 'text': options = item['choices']
     else: raise ValueError(f'answers must be one of {ANSWER_FORMS}, got {answers!r}')
     return tuple(LoglikelihoodRequest(context, ' ' + o) for o in options)
+
+# %% ../../nbs/22_newterm_prompts.ipynb #32381f9b
+PRIOR_CONTEXT = 'Answer:'  # the context of an answer's prior: the prompts' answer cue with no question before it
+
+# %% ../../nbs/22_newterm_prompts.ipynb #a7f1d228
+def prior_requests(requests: Sequence[LoglikelihoodRequest]) -> tuple:
+    "Each request's continuation after `PRIOR_CONTEXT` alone ('Answer:', no system text, question or shots)."
+    return tuple(LoglikelihoodRequest(PRIOR_CONTEXT, r.continuation) for r in requests)
+
+# %% ../../nbs/22_newterm_prompts.ipynb #64cfa465
+def rotated(item: dict, r: int) -> dict:
+    "`item` with its choices rotated by `r` (listed choice i is original choice (i + r) mod k), gold remapped."
+    choices, k = list(item['choices']), len(item['choices'])
+    gold = (item['gold'] - r) % k
+    return dict(item, choices=choices[r % k:] + choices[:r % k], gold=gold, label=LETTERS[gold])
 
 # %% ../../nbs/22_newterm_prompts.ipynb #26041387
 CSJ_NEGATIVE = ('NO', 'No', 'Incorrect', 'Unacceptable')  # any of these anywhere: False (tested first)

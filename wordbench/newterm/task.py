@@ -5,6 +5,7 @@
 # %% ../../nbs/23_newterm_task.ipynb #9b07f55d
 from __future__ import annotations
 import copy
+from itertools import groupby
 from typing import Sequence
 import numpy as np
 import pandas as pd
@@ -17,15 +18,15 @@ from ..tasks import Task, Option, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, DEDUCE_SYSTEM, DEDUCE_USER, COMPLETION_STOP, completion_prompt,
-                                       choice_requests, generate_request, parse_reply, prompt_format, select_shots,
-                                       split_strategy)
+                                       choice_requests, generate_request, parse_reply, prior_requests, prompt_format,
+                                       rotated, select_shots, split_strategy)
 from .similarity import meaning_similarity
 
 # %% auto #0
 __all__ = ['CPU_SAMPLE', 'CPU_MAX_TOKENS', 'PAPER_MAX_TOKENS', 'ITEM_OPTIONS', 'ITEM_COLUMNS', 'NEWTERM_SCHEMA', 'NEWTERM_TASKS',
            'LL_SCHEMA', 'CPU_LL_STRATEGIES', 'NEWTERM_LL_TASKS', 'DEDUCE_MAX_TOKENS', 'DEDUCE_SCHEMA', 'DEDUCE',
-           'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask', 'deduce_items', 'DeduceTask',
-           'newterm_results']
+           'load_task_items', 'NewTermTask', 'said', 'll_strategies', 'NewTermChoiceTask', 'circular_row',
+           'deduce_items', 'DeduceTask', 'newterm_results']
 
 # %% ../../nbs/23_newterm_task.ipynb #4ed49123
 CPU_SAMPLE = 10  # raw items per year and task in the default CPU grid (one number sizes the whole grid)
@@ -67,7 +68,7 @@ NEWTERM_SCHEMA = ResultSchema(
 
 # %% ../../nbs/23_newterm_task.ipynb #e0b1cccc
 def _item_fields(it: dict, s) -> dict:
-    setting, variant = split_strategy(s.strategy.removesuffix('-text'))
+    setting, variant = split_strategy(s.strategy.split('-')[0])
     return dict(strategy=s.strategy, shots=s.shots, seed=s.seed, id=it['id'], **{c: it[c] for c in ITEM_COLUMNS},
                 setting=setting, variant=variant, label=it['label'])
 
@@ -130,20 +131,22 @@ NEWTERM_TASKS = {t: register_task(NewTermTask(t)) for t in ITEM_TASKS}  # 'COMA'
 # %% ../../nbs/23_newterm_task.ipynb #cb0b120c
 LL_SCHEMA = ResultSchema(
     columns=CORE_COLUMNS + ITEM_COLUMNS + ('setting', 'variant', 'answers', 'lp0', 'lp1', 'lp2', 'lp3', 'pred_norm',
-                                           'correct_norm'),
+                                           'correct_norm', 'prior0', 'prior1', 'prior2', 'prior3', 'pred_pmi',
+                                           'correct_pmi', 'rotation_preds', 'rotations_right'),
     key=('model', 'strategy', 'shots', 'seed', 'id'),
-    dtypes={'correct': 'Int64', 'correct_norm': 'Int64', 'failed': bool, 'shots': int, 'seed': int, 'line': int,
-            'clean': 'boolean', 'variant': int},
-    text=('id', 'model', 'label', 'pred', 'pred_norm', 'year', 'term_type', 'term', 'setting', 'answers'))
+    dtypes={'correct': 'Int64', 'correct_norm': 'Int64', 'correct_pmi': 'Int64', 'rotations_right': 'Int64',
+            'failed': bool, 'shots': int, 'seed': int, 'line': int, 'clean': 'boolean', 'variant': int},
+    text=('id', 'model', 'label', 'pred', 'pred_norm', 'pred_pmi', 'rotation_preds', 'year', 'term_type', 'term',
+          'setting', 'answers'))
 
 # %% ../../nbs/23_newterm_task.ipynb #6a4b75f0
 CPU_LL_STRATEGIES = ('base1', 'gold1')  # the CPU grid scores one prompt variant (as lm-eval would); `full` all three
 
 # %% ../../nbs/23_newterm_task.ipynb #61cd8dd6
 def ll_strategies(task: str) -> tuple:
-    "Log-likelihood strategies: letters (`base1` ...) and, for COMA/COST, choice texts (`base1-text` ...)."
+    "Log-likelihood strategies: letters (`base1` ...) and, for COMA/COST, texts (`base1-text`) and CircularEval."
     plain = tuple(s for s in STRATEGIES if not s.startswith('masked'))
-    return plain + (() if task == 'CSJ' else tuple(f'{s}-text' for s in plain))
+    return plain + (() if task == 'CSJ' else tuple(f'{s}-{form}' for form in ('text', 'circular') for s in plain))
 
 # %% ../../nbs/23_newterm_task.ipynb #b3808606
 class NewTermChoiceTask(Task):
@@ -157,6 +160,7 @@ class NewTermChoiceTask(Task):
         self.title = f'NewTerm {task}: log-likelihood of each answer after the same prompt (always answers)'
         base = dict(strategies=list(self.default_strategies), years=['2022', '2023'])
         first = [s for s in self.default_strategies if s.removesuffix('-text') in CPU_LL_STRATEGIES]
+        first += [] if task == 'CSJ' else [f'{s}-circular' for s in CPU_LL_STRATEGIES]   # the option-order check
         self.grids = {'cpu': [dict(base, strategies=first, sample=CPU_SAMPLE)], 'full': [base]}
     def load(self, years=None, sample=None, subset=None, path=None):
         "Items and the few-shot pool."
@@ -165,27 +169,56 @@ class NewTermChoiceTask(Task):
 # %% ../../nbs/23_newterm_task.ipynb #b13d21b6
 @patch
 def requests(self: NewTermChoiceTask, it: dict, s, pool) -> tuple|None:
-    "One decision: a log-likelihood request per answer."
-    answers = 'text' if s.strategy.endswith('-text') else 'letter'
-    return choice_requests(it, s.strategy.removesuffix('-text'), select_shots(it, pool, s.shots, s.seed), answers)
+    "A request per answer then per answer's prior (`prior_requests`); CircularEval: the letters of every rotation."
+    strategy, shots = s.strategy.split('-')[0], select_shots(it, pool, s.shots, s.seed)
+    if s.strategy.endswith('-circular'):
+        return sum((choice_requests(rotated(it, r), strategy, shots) for r in range(len(it['choices']))), ())
+    reqs = choice_requests(it, strategy, shots, 'text' if s.strategy.endswith('-text') else 'letter')
+    return None if reqs is None else reqs + prior_requests(reqs)
+
+# %% ../../nbs/23_newterm_task.ipynb #6e9de38c
+@patch
+def decisions(self: NewTermChoiceTask, requests: tuple) -> list[tuple]:
+    "A decision per run of requests with one context: the answers, their priors, or one rotation's letters."
+    return [tuple(run) for _, run in groupby(requests, key=lambda r: r.context)]
 
 # %% ../../nbs/23_newterm_task.ipynb #09c752ba
 def _answer_labels(it: dict, strategy: str) -> list[str]:
     "The label each answer of a decision stands for: letters, or CSJ's 'False', 'True'."
     return ['False', 'True'] if it['task'] == 'CSJ' else list(LETTERS[:len(it['choices'])])
 
+def _four(name: str, values: list) -> dict:
+    "`name0` ... `name3` from `values` (NaN past their end)."
+    return {f'{name}{i}': values[i] if i < len(values) else np.nan for i in range(4)}
+
 @patch
 def row(self: NewTermChoiceTask, it: dict, s, requests, scores) -> dict:
-    "The result row: each answer's log-prob, the argmax, and the per-byte argmax."
-    failed = any(isinstance(x, LMFailure) for x in scores)
-    labels, lps = _answer_labels(it, s.strategy), [np.nan if failed else x[0] for x in scores]
+    "The result row: answers' log-probs and priors, the summed, per-byte and PMI argmax (or `circular_row`)."
+    labels, failed = _answer_labels(it, s.strategy), any(isinstance(x, LMFailure) for x in scores)
+    if s.strategy.endswith('-circular'): return circular_row(it, s, scores, labels)
+    k = len(labels)
+    lps, priors = ([np.nan if failed else x[0] for x in xs] for xs in (scores[:k], scores[k:]))
     per_byte = [lp / max(len(r.continuation.strip().encode()), 1) for lp, r in zip(lps, requests)]
-    pick, pick_norm = (None, None) if failed else (decide(scores), unique_best(per_byte))   # a tie: no answer
-    pred, norm = ('' if i is None else labels[i] for i in (pick, pick_norm))
-    return dict(_item_fields(it, s), answers='text' if s.strategy.endswith('-text') else 'letter',
-                **{f'lp{i}': lps[i] if i < len(lps) else np.nan for i in range(4)}, pred=pred, pred_norm=norm,
-                correct=pd.NA if failed else int(pred == it['label']), failed=failed,
-                correct_norm=pd.NA if failed else int(norm == it['label']))
+    pmi = [lp - prior for lp, prior in zip(lps, priors)]
+    picks = (None,) * 3 if failed else (decide(scores[:k]), unique_best(per_byte), unique_best(pmi))  # tie: None
+    pred, norm, by_pmi = ('' if i is None else labels[i] for i in picks)
+    hit = lambda p: pd.NA if failed else int(p == it['label'])
+    return dict(_item_fields(it, s), answers='text' if s.strategy.endswith('-text') else 'letter', **_four('lp', lps),
+                **_four('prior', priors), pred=pred, pred_norm=norm, pred_pmi=by_pmi, correct=hit(pred),
+                failed=failed, correct_norm=hit(norm), correct_pmi=hit(by_pmi), rotation_preds='')
+
+# %% ../../nbs/23_newterm_task.ipynb #bff67cde
+def circular_row(it: dict, s, scores: list, labels: list[str]) -> dict:
+    "CircularEval's row: each rotation's answer in the original letters, how many are right, all right or not."
+    k, failed = len(labels), any(isinstance(x, LMFailure) for x in scores)
+    picks = [None if failed else decide(scores[r * k:(r + 1) * k]) for r in range(k)]   # a tie: no answer
+    answered = ['' if p is None else labels[(p + r) % k] for r, p in enumerate(picks)]    # back to the listed order
+    right = sum(a == it['label'] for a in answered)
+    lps = [np.nan if failed else x[0] for x in scores[:k]]   # the listed order's
+    return dict(_item_fields(it, s), answers='letter', **_four('lp', lps), **_four('prior', []), pred=answered[0],
+                pred_norm='', pred_pmi='', correct=pd.NA if failed else int(right == k), failed=failed,
+                correct_norm=pd.NA, correct_pmi=pd.NA, rotation_preds=''.join(a or '-' for a in answered),
+                rotations_right=pd.NA if failed else right)
 
 # %% ../../nbs/23_newterm_task.ipynb #7eaf877e
 NEWTERM_LL_TASKS = {t: register_task(NewTermChoiceTask(t)) for t in ITEM_TASKS}  # 'COMA' -> the registered task
