@@ -57,3 +57,14 @@ def test_a_built_file_evaluates_like_a_released_one(tmp_path):
     rows = read_results(tmp_path/'newterm-coma-ll_toy.csv.gz', LL_SCHEMA)
     assert rows.id.tolist() == ['built/COMA/1', 'built/COMA/2', 'built/COMA/3']
     assert rows.label.tolist() == [it['label'] for it in src]
+
+
+def test_the_ll_rows_decide_three_ways_and_circular_rows_count_rotations(tmp_path):
+    wordbench('eval', 'newterm-coma-ll', '--backend', 'dummy', '--model', 'toy', '--years', '2022', '--sample', '3',
+              '--strategies', 'base1-text', 'base1-circular', '--out', str(tmp_path), '--no-cache')
+    rows = read_results(tmp_path/'newterm-coma-ll_toy.csv.gz', LL_SCHEMA)
+    text, spun = (rows[rows.strategy == s] for s in ('base1-text', 'base1-circular'))
+    assert len(text) == len(spun) == 3 and text.prior3.notna().all()
+    assert set(text.pred_pmi) <= set('ABCD') | {''} and text.correct_pmi.notna().all()
+    assert spun.rotation_preds.str.len().eq(4).all() and spun.rotations_right.between(0, 4).all()
+    assert (spun.correct == spun.rotations_right.eq(4).astype(int)).all() and text.rotations_right.isna().all()

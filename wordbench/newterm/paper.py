@@ -4,6 +4,7 @@
 
 # %% ../../nbs/28b_newterm_paper.ipynb #e9cb637f
 from __future__ import annotations
+import numpy as np
 import pandas as pd
 from ..report_card import Card, ours_row, ref_row, majority_row, register_card
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
@@ -12,7 +13,7 @@ from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import 
 # %% auto #0
 __all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_LEARNED_THRESHOLD', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED',
            'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CARD_MODELS',
-           'LL_DECISIONS', 'NEWTERM_CARDS', 'newterm_card_rows']
+           'LL_DECISIONS', 'NEWTERM_CARDS', 'circular_chance', 'circular_cells', 'newterm_card_rows']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
 PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 744, ('2023', 'clean'): 715}  # items
@@ -58,17 +59,35 @@ CARD_MODELS = ('GPT-4-0613', 'Llama-2-Chat-7B', 'Average')     # Table 1 rows sh
 
 # %% ../../nbs/28b_newterm_paper.ipynb #8927bad5
 LL_DECISIONS = {'summed log-prob': ('correct', 'pred'),  # card row -> (correct, answer) columns
-                'per byte (acc_norm)': ('correct_norm', 'pred_norm')}
+                'per byte (acc_norm)': ('correct_norm', 'pred_norm'),
+                'PMI (log-prob minus prior)': ('correct_pmi', 'pred_pmi')}
+
+# %% ../../nbs/28b_newterm_paper.ipynb #ec96eda9
+def circular_chance(k: int) -> float: # options per item, all of them rotated
+    "Chance (%) of answering all `k` rotations of a `k`-option item right by guessing: (1/k)^k."
+    return 100 / k ** k
+
+# %% ../../nbs/28b_newterm_paper.ipynb #cab3ec5e
+def circular_cells(task: str, # 'COMA' or 'COST'
+                   label: str, # the cell's year and setting, e.g. '2022 base (clean)'
+                   rows: pd.DataFrame) -> list[dict]: # its CircularEval rows (none: no cell)
+    "The CircularEval cell: ours, guessing's chance of every rotation right, and a constant answer's 0."
+    if rows.empty: return []
+    k = CHOICES[task]
+    s = f'{label}, CircularEval (all {k} rotations)'
+    return [ours_row(s, rows), ref_row(s, 'baseline', 'chance', circular_chance(k)),
+            ref_row(s, 'baseline', 'majority label', 0.0)]   # a constant letter: right on one rotation at most
 
 # %% ../../nbs/28b_newterm_paper.ipynb #94677d6c
 def newterm_card_rows(task: str, # 'COMA', 'COST' or 'CSJ'
                       res: pd.DataFrame) -> list[dict]: # one model's rows of that task (either protocol)
-    "Per year, Base/Gold (clean) and `LL_DECISIONS` (`-ll`): ours, chance, the majority, Table 1's models (Base)."
+    "Per year, Base/Gold (clean), `LL_DECISIONS` (-ll): ours, chance, majority, Table 1 (Base); CircularEval."
     out, col = [], TABLE1_COLUMNS.index(task)
     papers = [m for m in CARD_MODELS if m in PAPER_TABLE1]
     clean = res[res.clean.fillna(False).astype(bool) & res.setting.isin(['base', 'gold'])]
+    spun = clean.strategy.astype(str).str.endswith('-circular') if 'strategy' in clean else np.zeros(len(clean), bool)
     ways = LL_DECISIONS if 'correct_norm' in res.columns else {'': ('correct', 'pred')}
-    for (year, setting), g in clean.groupby(['year', 'setting'], sort=True):
+    for (year, setting), g in clean[~spun].groupby(['year', 'setting'], sort=True):
         off = 0 if str(year) == '2022' else len(TABLE1_COLUMNS)
         for way, (c, p) in ways.items():
             s = f'{year} {setting} (clean)' + (f', {way}' if way else '')
@@ -77,11 +96,15 @@ def newterm_card_rows(task: str, # 'COMA', 'COST' or 'CSJ'
                     majority_row(s, g[~g.failed.astype(bool)])]
             if setting == 'base':
                 out += [ref_row(s, 'paper', m, PAPER_TABLE1[m][off + col]) for m in papers]
+        same = spun & clean.year.eq(year) & clean.setting.eq(setting)
+        out += circular_cells(task, f'{year} {setting} (clean)', clean[same])
     return out
 
 # %% ../../nbs/28b_newterm_paper.ipynb #2d6e40ba
-_LL_METRIC = ('; each cell twice: the answer with the highest summed log-prob, '
-              "and with the highest log-prob per byte of its text (lm-eval's acc_norm)")
+_LL_METRIC = ('; each cell three times: the answer with the highest summed log-prob, with the highest log-prob '
+              "per byte of its text (lm-eval's acc_norm), and with the highest log-prob minus its prior after "
+              "'Answer:' alone (PMI); COMA and COST add CircularEval: right only if right on every rotation of the "
+              'listed options (letters)')
 
 def _card(task: str, ll: bool) -> Card:
     name = f"newterm-{task.lower()}{'-ll' if ll else ''}"
