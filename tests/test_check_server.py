@@ -7,7 +7,7 @@ from wordbench.cli import main
 from wordbench.lm import get_lm
 from engine_standins import EngineStandIn
 
-TASKS = ['winodict', 'newterm-coma-ll']   # two scored tasks; 2 decisions each: 12 requests
+TASKS = ['winodict', 'newterm-coma-ll']   # two scored tasks; two jobs drawn of each
 
 
 class Perturbed(EngineStandIn):
@@ -46,7 +46,8 @@ def test_server_agrees(ref, engine, tmp_path, capsys):
         code, table, printed = check(srv, tmp_path, capsys)
     assert code == 0, printed
     assert table.task.tolist() == TASKS and table.status.tolist() == ['ok', 'ok']
-    assert table.requests.tolist() == [4, 8] and table.failed.sum() == 0
+    # two WinoDict decisions of two options; two NewTerm COMA jobs drawn, here both CircularEval (4 rotations x 4 letters)
+    assert table.requests.tolist() == [4, 32] and table.failed.sum() == 0
     assert table.max_abs_diff.max() < 1e-4
     assert (table.decisions_differ.sum(), table.greedy_differ.sum()) == (0, 0)
     assert 'every decision equal' in printed.splitlines()[-1]

@@ -21,7 +21,8 @@ def test_report_runs_a_model_and_writes_every_section(tmp_path):
     assert sorted(p.name for p in card.iterdir()) == ['README.md', 'card.png', 'card.svg', 'card_rows.csv',
                                                       'card_rows.md', 'index.html']
     page = (card/'README.md').read_text()
-    for section in ['# Report card: toy', '## Headline per system', '## Protocol and replies', '## wscplus: ', '## newterm-coma: ',
+    for section in ['# Report card: toy', '## Headline per system', '## Protocol and replies', '## wscplus: ',
+                    '## newterm-coma: ',
                     '## newterm-coma-ll: ', 'Wilson 95%', '| setting | this model | 95% CI | n |',
                     'paper: GPT-4', 'always neither', 'paper: Llama-2-Chat-7B', 'chance', 'unparsable %',
                     'base (clean), summed log-prob |', 'base (clean), per byte (acc_norm) |', "lm-eval's acc_norm"]:

@@ -76,7 +76,8 @@ def check_task(task: Task, # a registered task
     "A row of the table: task, decisions drawn, `score_agreement` and a status ('ok', 'FAIL' or why not)."
     jobs = sample_jobs(scored_jobs(task.for_lm(ref), grid), n, seed)
     if not jobs: return dict(task=task.name, decisions=0, status=f'no log-likelihood requests in grid {grid!r}')
-    reqs, sizes = [r for j in jobs for r in j.requests], [len(j.requests) for j in jobs]
+    decided = [d for j in jobs for d in task.decisions(j.requests) if d]   # e.g. answers, then their priors
+    reqs, sizes = [r for d in decided for r in d], [len(d) for d in decided]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         row = score_agreement(ref.loglikelihood(reqs), server.loglikelihood(reqs), sizes, tolerance)
