@@ -6,7 +6,8 @@
 from __future__ import annotations
 import numpy as np
 import pandas as pd
-from ..report_card import Card, ours_row, ref_row, majority_row, register_card
+from ..report_card import Card, ours_row, ref_row, majority_row, register_card, degenerate
+from ..stats import paired_units
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
 from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import CHOICES` works
 
@@ -75,7 +76,11 @@ def circular_cells(task: str, # 'COMA' or 'COST'
     if rows.empty: return []
     k = CHOICES[task]
     s = f'{label}, CircularEval (all {k} rotations)'
-    return [ours_row(s, rows), ref_row(s, 'baseline', 'chance', circular_chance(k)),
+    ours = ours_row(s, rows)
+    per = pd.Series(ours['per_unit'], dtype=float)   # its test against the constant answer's 0, over terms
+    ours.update(p_majority=paired_units(per, per * 0, mde=False)['p'] if len(per) else np.nan)
+    ours['degenerate'] = degenerate(ours)
+    return [ours, ref_row(s, 'baseline', 'chance', circular_chance(k)),
             ref_row(s, 'baseline', 'majority label', 0.0)]   # a constant letter: right on one rotation at most
 
 # %% ../../nbs/28b_newterm_paper.ipynb #94677d6c
