@@ -299,11 +299,11 @@ def newterm_results(models: Sequence[str], # model names as evaluated
                     protocol: str='generative', # 'generative' (the paper's) or 'log-likelihood'
                     strategies: Sequence[str]|None=None # settings every model must have, e.g. 'base1' (only these kept)
                    ) -> pd.DataFrame:
-    "The results of COMA, COST and CSJ under `protocol` for `models`, `task` shortened to COMA/COST/CSJ."
+    "COMA, COST and CSJ results under `protocol` (no CircularEval rows), `task` shortened to COMA/COST/CSJ."
     tasks = {'generative': NEWTERM_TASKS, 'log-likelihood': NEWTERM_LL_TASKS}[protocol]
     frames = []
     for short, t in tasks.items():
         wanted = [s for s in t.default_strategies if s.removesuffix('-text') in strategies] if strategies else None
         r = t.results(models, results_dir, {'strategy': wanted} if wanted else None).assign(task=short)
-        frames.append(r[r.strategy.isin(wanted)] if wanted else r)
+        frames.append(r[r.strategy.isin(wanted)] if wanted else r[~r.strategy.str.endswith('-circular')])
     return pd.concat(frames, ignore_index=True)
