@@ -286,7 +286,7 @@ def _prefill_batch(self: DecodeEngine, rows, carried, following):
     for layer in cache.layers: layer.n = max(map(len, prompts))
     return cache, torch.cat(hidden), carried
 
-# %% ../nbs/03c2_hf_generate.ipynb #8d151ced
+# %% ../nbs/03c2_hf_generate.ipynb #c2f4b7e9
 @patch
 def _next_tokens(self: DecodeEngine, logits, # `[rows, vocab]`: the step's next-token logits
                  live: Sequence[int], # the logits rows of the unfinished rows
@@ -300,6 +300,7 @@ def _next_tokens(self: DecodeEngine, logits, # `[rows, vocab]`: the step's next-
     every = toks.tolist()
     return [every[k] for k in live]
 
+# %% ../nbs/03c2_hf_generate.ipynb #8d151ced
 @patch
 def _advance(self: DecodeEngine, row: GenRow, tok: int) -> bool:
     "Append `tok` to the row; True when the row has ended (EOS, a stop string, or its token limit)."
@@ -358,7 +359,7 @@ def columns_read_once(self: DecodeEngine, rows: Sequence[GenRow]) -> int:
     p = min(common_prefix_length(rows[0].ids, r.ids) for r in rows[1:])
     return p if (len(rows) - 1) * p >= self.limits.prefix_attention_min else 0
 
-# %% ../nbs/03c2_hf_generate.ipynb #92ff786d
+# %% ../nbs/03c2_hf_generate.ipynb #d5e8a1f3
 @patch
 def _run_plan(self: DecodeEngine, rows: Sequence[GenRow], todo: Sequence[int], pbar) -> list[int]:
     "Plan rows `todo` into batches and decode them; after a CUDA out-of-memory error, the rows to run again."
@@ -389,6 +390,7 @@ def _after_oom(self: DecodeEngine, rows, left, n: int) -> list[int]:
     for i in left: rows[i].new = []
     return left
 
+# %% ../nbs/03c2_hf_generate.ipynb #92ff786d
 @patch
 def generate(self: DecodeEngine, requests: Sequence[GenerateRequest],
              progress: bool|None=None) -> list[Generation]: # tqdm on stderr (None: from 32 requests or 4,096 tokens)
