@@ -46,7 +46,7 @@ def test_server_agrees(ref, engine, tmp_path, capsys):
         code, table, printed = check(srv, tmp_path, capsys)
     assert code == 0, printed
     assert table.task.tolist() == TASKS and table.status.tolist() == ['ok', 'ok']
-    # two WinoDict decisions of two options; two NewTerm COMA jobs drawn, here both CircularEval (4 rotations x 4 letters)
+    # two WinoDict decisions of two options; two NewTerm COMA jobs, here both CircularEval (4 rotations x 4 letters)
     assert table.requests.tolist() == [4, 32] and table.failed.sum() == 0
     assert table.max_abs_diff.max() < 1e-4
     assert (table.decisions_differ.sum(), table.greedy_differ.sum()) == (0, 0)

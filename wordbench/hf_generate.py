@@ -51,6 +51,7 @@ class GenRow:
     stop: tuple        # stop strings, the fallback's included
     fmt: str           # `prompt_format`
     new: list = field(default_factory=list)  # generated token ids
+    ended: bool = False  # the row has ended (an out-of-memory retry keeps its reply)
 
 # %% ../nbs/03c2_hf_generate.ipynb #4a155282
 class DecodeEngine:
@@ -221,8 +222,8 @@ def layer_masks(allowed, # bool `[batch, queries, keys]`: which keys each query 
 def sample_token(logits, # float `[vocab]`: one row's next-token logits
                  temperature: float, # > 0
                  top_p: float, # nucleus mass kept (1: all)
-                 generator) -> int: # this request's own `torch.Generator`
-    "One token drawn as transformers samples (temperature, then top-p), from the request's own generator."
+                 generator): # this request's own `torch.Generator`
+    "One token (a 0-d tensor, on the device) drawn as transformers samples, from the request's own generator."
     import torch
     scores = logits / temperature
     if top_p < 1.0:
@@ -230,7 +231,7 @@ def sample_token(logits, # float `[vocab]`: one row's next-token logits
         drop = ordered.softmax(-1).cumsum(-1) <= 1 - top_p
         drop[-1] = False
         scores = scores.masked_fill(drop.scatter(0, order, drop), -float('inf'))
-    return int(torch.multinomial(scores.softmax(-1)[None], 1, generator=generator)[0, 0])
+    return torch.multinomial(scores.softmax(-1)[None], 1, generator=generator)[0, 0]
 
 # %% ../nbs/03c2_hf_generate.ipynb #bf489145
 @patch
@@ -285,16 +286,30 @@ def _prefill_batch(self: DecodeEngine, rows, carried, following):
     for layer in cache.layers: layer.n = max(map(len, prompts))
     return cache, torch.cat(hidden), carried
 
+# %% ../nbs/03c2_hf_generate.ipynb #c2f4b7e9
+@patch
+def _next_tokens(self: DecodeEngine, logits, # `[rows, vocab]`: the step's next-token logits
+                 live: Sequence[int], # the logits rows of the unfinished rows
+                 rows: Sequence[GenRow], gens): # those rows and their generators
+    "The unfinished rows' next tokens (argmax, or drawn): the step's one host sync, a single `tolist`."
+    import torch
+    toks = logits.argmax(-1)
+    drawn = [(k, sample_token(logits[k], r.temperature, r.top_p, g))
+             for k, r, g in zip(live, rows, gens) if r.temperature > 0]
+    if drawn: toks[[k for k, _ in drawn]] = torch.stack([t for _, t in drawn])
+    every = toks.tolist()
+    return [every[k] for k in live]
+
 # %% ../nbs/03c2_hf_generate.ipynb #8d151ced
 @patch
-def _advance(self: DecodeEngine, row: GenRow, logits, generator) -> bool:
-    "Append the row's next token; True when the row has ended (EOS, a stop string, or its token limit)."
-    tok = int(logits.argmax()) if row.temperature <= 0 else sample_token(logits, row.temperature, row.top_p, generator)
+def _advance(self: DecodeEngine, row: GenRow, tok: int) -> bool:
+    "Append `tok` to the row; True when the row has ended (EOS, a stop string, or its token limit)."
     row.new.append(tok)
-    if tok in self.eos_ids or len(row.new) >= row.limit: return True
-    if not row.stop: return False
-    text = self.tokenizer.decode(row.new, skip_special_tokens=True)
-    return cut_at_stop(text, row.stop) != text
+    if tok in self.eos_ids or len(row.new) >= row.limit: row.ended = True
+    elif row.stop:
+        text = self.tokenizer.decode(row.new, skip_special_tokens=True)
+        row.ended = cut_at_stop(text, row.stop) != text
+    return row.ended
 
 def _keep_rows(cache, keep, filled: int):
     "Keep only rows `keep` in every layer's buffers (same capacity), copying their first `filled` columns."
@@ -318,7 +333,10 @@ def _decode(self: DecodeEngine, rows, cache, hidden, pbar):
     present, ended, logits = list(range(len(rows))), set(), self._next_logits(hidden)
     shared = self.columns_read_once(rows)
     for step in itertools.count():
-        done = {i for k, i in enumerate(present) if i not in ended and self._advance(rows[i], logits[k], gens[i])}
+        live = [k for k, i in enumerate(present) if i not in ended]
+        mine = [present[k] for k in live]
+        toks = self._next_tokens(logits, live, [rows[i] for i in mine], [gens[i] for i in mine])
+        done = {i for i, tok in zip(mine, toks) if self._advance(rows[i], tok)}
         pbar.update(len(done))
         ended |= done
         if len(ended) == len(rows): return
@@ -341,6 +359,37 @@ def columns_read_once(self: DecodeEngine, rows: Sequence[GenRow]) -> int:
     p = min(common_prefix_length(rows[0].ids, r.ids) for r in rows[1:])
     return p if (len(rows) - 1) * p >= self.limits.prefix_attention_min else 0
 
+# %% ../nbs/03c2_hf_generate.ipynb #d5e8a1f3
+@patch
+def _run_plan(self: DecodeEngine, rows: Sequence[GenRow], todo: Sequence[int], pbar) -> list[int]:
+    "Plan rows `todo` into batches and decode them; after a CUDA out-of-memory error, the rows to run again."
+    import torch
+    plan = [[todo[j] for j in b] for b in plan_batches([rows[i].ids for i in todo], [rows[i].limit for i in todo],
+                                                        self.limits.batch_rows, self.cache_tokens())]
+    carried = ((), [])
+    for b, batch in enumerate(plan):
+        following = rows[plan[b + 1][0]].ids if b + 1 < len(plan) else None
+        try:
+            cache, hidden, carried = self._prefill_batch([rows[i] for i in batch], carried, following)
+            self._note_cache(cache)
+            self._decode([rows[i] for i in batch], cache, hidden, pbar)
+        except torch.cuda.OutOfMemoryError:
+            if len(batch) == 1: raise
+        else: continue
+        return self._after_oom(rows, [i for later in plan[b:] for i in later], len(batch))
+    return []
+
+@patch
+def _after_oom(self: DecodeEngine, rows, left, n: int) -> list[int]:
+    "Halve the decoding batches for good after out-of-memory at `n` rows; the unfinished rows of `left`."
+    import torch
+    log.warning(f'{self.name}: out of memory at {n} decoding rows: batches are now {n // 2} rows at most')
+    self.limits.batch_rows, self.counters['oom_retries'] = n // 2, self.counters['oom_retries'] + 1
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
+    left = [i for i in left if not rows[i].ended]
+    for i in left: rows[i].new = []
+    return left
+
 # %% ../nbs/03c2_hf_generate.ipynb #92ff786d
 @patch
 def generate(self: DecodeEngine, requests: Sequence[GenerateRequest],
@@ -351,16 +400,10 @@ def generate(self: DecodeEngine, requests: Sequence[GenerateRequest],
     distinct = list(dict.fromkeys(requests))
     rows = [self.row(r) for r in distinct]
     todo = [i for i, r in enumerate(rows) if r.limit > 0]
-    plan = [[todo[j] for j in b] for b in plan_batches([rows[i].ids for i in todo], [rows[i].limit for i in todo],
-                                                        self.limits.batch_rows, self.cache_tokens())]
     long = len(todo) >= 32 or sum(rows[i].limit for i in todo) >= 4096
-    show, carried = progress if progress is not None else long, ((), [])
+    show, left = progress if progress is not None else long, todo
     with torch.inference_mode(), tqdm(total=len(todo), disable=not show, file=sys.stderr, desc='hf generate') as pbar:
-        for b, batch in enumerate(plan):
-            following = rows[plan[b + 1][0]].ids if b + 1 < len(plan) else None
-            cache, hidden, carried = self._prefill_batch([rows[i] for i in batch], carried, following)
-            self._note_cache(cache)
-            self._decode([rows[i] for i in batch], cache, hidden, pbar)
+        while left: left = self._run_plan(rows, left, pbar)
     self._count(requests, [rows[i] for i in todo])
     done = {r: self.ending(row) for r, row in zip(distinct, rows)}
     return [done[r] for r in requests]

@@ -246,7 +246,8 @@ def _score(self: HFCausalLM, hidden, spots):
         greedy.append(lp.argmax(-1) == want)
     sizes = [len(r.targets) for _, _, r in spots]
     tok_lp, greedy = torch.cat(tok_lp).split(sizes), torch.cat(greedy).split(sizes)
-    return [(float(s.sum()), bool(g.all())) for s, g in zip(tok_lp, greedy)]
+    sums, alls = torch.stack([s.sum() for s in tok_lp]), torch.stack([g.all() for g in greedy])
+    return list(zip(sums.tolist(), alls.tolist()))   # one host sync per pass, not one per request
 
 # %% ../nbs/03c3_lm_hf.ipynb #c3e670c8
 @patch

@@ -21,9 +21,9 @@ from .results import update_results
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'Shard',
-           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'run_eval',
-           'default_identity', 'migrate_results', 'Builder', 'register_builder', 'parse_flag', 'option_type',
-           'builder_options', 'builder_kwargs']
+           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
+           'run_eval', 'default_identity', 'migrate_results', 'Builder', 'register_builder', 'parse_flag',
+           'option_type', 'builder_options', 'builder_kwargs']
 
 # %% ../nbs/06_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -191,7 +191,8 @@ def run_task(task: Task, # a registered (or any) task
              recheck_margin: float|None=None, # re-score closer decisions (nats) at full precision; None: the backend's
              progress: bool|None=None, # progress bars of the model calls
              adapted: bool=False, # `task` is already `task.for_lm(lm)` (as `run_eval` passes it): not adapted again
-             shard: Shard|None=None # only this shard's items (shots still come from all of `pool`); default: all
+             shard: Shard|None=None, # only this shard's items (shots still come from all of `pool`); default: all
+             answers: dict|None=None # replies already decoded (`decode_together`'s): not asked again
             ) -> pd.DataFrame:
     "One row per applicable item × setting: every request of the grid scored in one call per kind."
     from wordbench.results import tidy
@@ -205,12 +206,12 @@ def run_task(task: Task, # a registered (or any) task
     reqs = [r for j in jobs for r in j.requests]
     lm.require({type(r) for r in reqs})   # a model that cannot serve them refuses here, before any request
     log.info(f'{task.name}: {len(jobs):,} item-settings, {len(reqs):,} requests, {len(set(reqs)):,} distinct')
-    answer = {}
+    answer = dict(answers or {})
     decisions = [(i, d) for i, j in enumerate(jobs) for d in task.decisions(j.requests) if d]
     scored = score_choices(lm, [d for _, d in decisions], recheck_margin, progress).scores if decisions else []
     for (i, d), x in zip(decisions, scored): answer.update({(i, r): y for r, y in zip(d, x)})
     for kind, method in ((TopKRequest, lm.topk), (GenerateRequest, lm.generate)):
-        distinct = _distinct(r for r in reqs if isinstance(r, kind))
+        distinct = _distinct(r for r in reqs if isinstance(r, kind) and r not in answer)
         if distinct: answer.update(zip(distinct, method(distinct, progress=progress)))
     rows = []
     for i, j in enumerate(jobs):
@@ -258,6 +259,20 @@ def _record(task: Task, model: str, path: Path, frames: list, parts: list, confi
         rows = run_rows(task, path, model, parts, config.get('model_sha'))
         return write_run_record(path, *run_record(task, model, rows, parts, {**config, 'shards': shard.count}, seconds))
 
+# %% ../nbs/06_tasks.ipynb #2f8b6c05
+def decode_together(task: Task, # the task as evaluated (`task.for_lm(lm)`)
+                    lm: LM, parts: Sequence[tuple], # `(settings, items, pool)` per part of the run
+                    progress: bool|None=None, # progress bar of the model call
+                    shard: Shard|None=None) -> dict: # only this shard's items
+    "The reply to every distinct `GenerateRequest` of all `parts`' jobs, decoded in one `lm.generate` call."
+    reqs = _distinct(r for settings, items, pool in parts
+                     for j in task.jobs(items if shard is None else shard.take(items), settings,
+                                        items if pool is None else pool)
+                     for r in j.requests or () if isinstance(r, GenerateRequest))
+    if not reqs: return {}
+    lm.require({GenerateRequest})   # a model that cannot generate refuses before any request
+    return dict(zip(reqs, lm.generate(reqs, progress=progress)))
+
 # %% ../nbs/06_tasks.ipynb #c28df236
 def run_eval(task: str|Task, # a task or its registered name
              models: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
@@ -280,9 +295,10 @@ def run_eval(task: str|Task, # a task or its registered name
     for m in [models] if isinstance(models, str) else models:
         lm = open_lm(m, backend, cache=cache, options=lm_options)
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
+        answers = decode_together(asked, lm, parts, progress, shard)   # every part's generations in one call
         for settings, items, pool in parts:
             res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin,
-                           progress=progress, adapted=True, shard=shard)
+                           progress=progress, adapted=True, shard=shard, answers=answers)
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}'
