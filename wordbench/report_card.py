@@ -313,9 +313,9 @@ def card_blocks(model: str, rows: pd.DataFrame, info: pd.DataFrame, # `model_car
     b = [('h1', f'Report card: {model}'), ('p', f'Remake it with `{command}`.'), ('p', _NOTE),
          ('img', 'card.png')]
     if (rows.kind == 'ours').any():
-        why = ('no chat template: its generative prompts are raw text, so the log-likelihood protocol leads'
-               if is_base_model(info) else "a chat model: the papers' protocol leads where a system has one")
-        b += [('h2', 'Headline per system'), ('p', f'This model has {why}; every cell is in its section below.'),
+        why = ('has no chat template: its generative prompts are raw text, so the log-likelihood protocol leads'
+               if is_base_model(info) else "is a chat model: the papers' protocol leads where a system has one")
+        b += [('h2', 'Headline per system'), ('p', f'This model {why}; every cell is in its section below.'),
               ('table', headline_table(rows, info))]
     b.append(('h2', 'Protocol and replies'))
     if len(info):
