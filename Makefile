@@ -48,7 +48,8 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 	$(BIN)/wordbench export lm-eval --out $(EXPORTS)/lm-eval --hf $(EXPORTS)/hf
 
 benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile; GPU check
-	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_eval_parity openai_batching_benchmark main_job_profile \
+	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_generation_benchmark_wscplus lm_eval_parity \
+	  openai_batching_benchmark main_job_profile \
 	  gpu_check
 
 # pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints

@@ -23,6 +23,11 @@ SHARED_ANALYSES = [
              'tokens computed', main=False),
     Analysis('lm_generation_benchmark', 'hf generation engine vs one-at-a-time decoding, lm-eval generate_until and '
              'llama.cpp: throughput, exact match, prompt tokens computed, memory', main=False),
+    Analysis('lm_generation_benchmark_wscplus', "the same on WSC+'s cpu grid (greedy, every part decoded together) "
+             'against lm-eval generate_until only: throughput, exact match, share of the limit', main=False,
+             path=str(project_root()/'nbs'/'analysis'/'lm_generation_benchmark.ipynb'),
+             params={'workload': 'wscplus-cpu', 'one_at_a_time': False, 'llama_cpp': False, 'model_layers': False,
+                     'reference': False, 'out_dir': '../../figures/lm_generation_benchmark_wscplus'}),
     Analysis('lm_eval_parity', 'the exported lm-eval tasks under lm-eval HFLM vs the committed cpu-grid rows: '
              'log-likelihood differences and decisions per task', main=False),
     Analysis('openai_batching_benchmark', 'openai backend against a local vLLM stand-in: requests/s one prompt per '
