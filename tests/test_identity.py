@@ -79,7 +79,8 @@ def test_report_card_refuses_then_picks(two_identities):
     assert '--identity IDENTITY' in err
     picked = wordbench(tmp, *card, '--identity', 'dummy:a:noise0.5')
     assert picked.returncode == 0, picked.stderr[-3000:]
-    assert '# Report card: a' in (tmp/'card'/'README.md').read_text()
+    page = (tmp/'card'/'README.md').read_text()
+    assert '# Report card: a' in page and '--identity dummy:a:noise0.5`' in page   # the remake command picks it too
 
 
 def test_committed_results_carry_the_default_identity():

@@ -31,7 +31,7 @@ def test_eval_cli_runs_every_protocol_and_reruns_to_the_same_bytes(tmp_path):
     assert main(args) == 0
     assert path.read_bytes() == first
     df = pd.read_csv(gzip.open(path), keep_default_na=False)
-    assert set(df.protocol) == {'generate', 'sc', 'score'}
+    assert set(df.protocol) == {'generate', 'sc', 'score', 'circular'}
     from wordbench.wscplus.task import WSCPLUS
     assert df.groupby('strategy').size().eq(3).all()
     assert set(df.strategy) == {s for part in WSCPLUS.grids['cpu'] for s in part['strategies']}
@@ -111,18 +111,18 @@ def test_committed_replies_read_as_stored():
     `stored_reply`), so reading it again, each marker taken as a line break, gives the stored strict and lenient
     answers: every answer comes from what the model wrote, and a reader of the reply sees what was parsed."""
     import re
-    from wordbench.wscplus.extract import extract_answer, extract_answer_lenient, self_consistency_vote
+    from wordbench.wscplus.extract import extract_answer, extract_answer_lenient, extract_cued, self_consistency_vote
     from wordbench.wscplus.splits import load_items
     options = {it['id']: it['options'] for it in load_items('all')}
     checked, echoed = 0, 0
     for m in ('smollm2-135m', 'gemma3-270m'):
         df = pd.read_csv(ROOT/'data'/'results'/f'wscplus_{m}.csv.gz', keep_default_na=False, na_values=[''])
-        for r in df[(df.protocol != 'score') & ~df.failed.astype(bool)].itertuples():
+        for r in df[df.protocol.isin(['generate', 'sc']) & ~df.failed.astype(bool)].itertuples():
             reply = '' if pd.isna(r.reply) else r.reply
             echoed += '[prompt echo:' in reply
             reps = json.loads(reply) if r.protocol == 'sc' else [reply]
             reps = [re.sub(r'\[prompt echo: \d+ chars\]', '\n', x) for x in reps]
-            s = [extract_answer(x) for x in reps]
+            s = [(extract_cued if r.prompt_format == 'raw-cued' else extract_answer)(x) for x in reps]
             l = [extract_answer_lenient(x, options[str(r.id)]) for x in reps]
             (s, l) = (self_consistency_vote(s)[0], self_consistency_vote(l)[0]) if r.protocol == 'sc' else (s[0], l[0])
             old = (None if pd.isna(r.pred) else int(r.pred), r.rule,

@@ -272,7 +272,7 @@ def report_model(model: str, # model name for `get_lm`
                       lm_options=lm_options, **opts)
         except USER_ERRORS as e: skipped[name] = user_message(e)
     with pick_identities({model: identity} if identity else {}):
-        return write_card(model, out, results, names if tasks else in_system_order(TASKS)), skipped
+        return write_card(model, out, results, names if tasks else in_system_order(TASKS), identity), skipped
 
 # %% ../nbs/90_cli.ipynb #8347f766
 def _report_parser(sub):

@@ -124,7 +124,8 @@ def render_requests(task: Task, # a registered task
     for (chat, i, s), members in groups.items():
         jobs = task.for_lm(PromptLM(str(rows.model.iloc[0]), chat)).jobs([sources[i][1][k] for _, k in members], [s],
                                                                          sources[i][2])
-        for (n, _), job in zip(members, jobs): out[n] = task.decisions(job.requests)[0] or job.requests   # the options
+        for (n, _), job in zip(members, jobs):   # the first decision's options, else the requests
+            out[n] = next(iter(task.decisions(job.requests)), ()) or job.requests
     return out
 
 # %% ../nbs/09d_inspect_export.ipynb #24dfcccc

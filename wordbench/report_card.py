@@ -370,7 +370,8 @@ def _shown(path) -> str:
 def write_card(model: str, # the model name, as evaluated
                out=None, # folder (default figures/models/<model>/)
                results=None, # results folder (default data/results)
-               tasks=None) -> list[Path]: # task names (default: every registered one)
+               tasks=None, # task names (default: every registered one)
+               identity: str|None=None) -> list[Path]: # the identity picked (named in the remake command)
     "Write the card of `model`: README.md and index.html, card.png/.svg, card_rows.csv/.md; the files."
     import matplotlib.pyplot as plt
     from wordbench.results import model_slug
@@ -379,6 +380,7 @@ def write_card(model: str, # the model name, as evaluated
     rows, info = model_card(model, tasks, results)
     pairs = paired_cells(model, tasks, results)
     cmd = f'wordbench report --model {model} --no-eval' + (f' --results {_shown(results)}' if results else '')
+    cmd += f' --identity {identity}' if identity else ''
     blocks = card_blocks(model, rows, info, cmd, pairs)
     fig = card_figure(model, rows, int(info.n_items.sum()) if len(info) else 0)
     paths = save_figure(fig, 'card', out, show=False)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_tasks.ipynb #626d9aef
 from __future__ import annotations
-import inspect, json, logging, os, re, time, warnings
+import inspect, itertools, json, logging, os, re, time, warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +20,10 @@ from .run_record import job_key, record_paths, run_config, run_record, write_run
 from .results import update_results
 
 # %% auto #0
-__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'register_task', 'Shard',
-           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
-           'run_eval', 'default_identity', 'migrate_results', 'Builder', 'register_builder', 'parse_flag',
-           'option_type', 'builder_options', 'builder_kwargs']
+__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'by_context',
+           'register_task', 'Shard', 'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows',
+           'decode_together', 'run_eval', 'default_identity', 'migrate_results', 'Builder', 'register_builder',
+           'parse_flag', 'option_type', 'builder_options', 'builder_kwargs']
 
 # %% ../nbs/06_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -98,6 +98,12 @@ def jobs(self: Task, items: list[dict], settings: Sequence[Setting], pool: list[
 def decisions(self: Task, requests: tuple) -> list[tuple]: # one job's requests, as `requests` made them
     "The job's decisions, each scored and re-checked on its own: by default one, of all its log-likelihood requests."
     return [tuple(r for r in requests if isinstance(r, LoglikelihoodRequest))]
+
+# %% ../nbs/06_tasks.ipynb #9b414020
+def by_context(requests: tuple) -> list[tuple]: # one job's requests, in order
+    "The log-likelihood requests in runs of one context: a decision per run (answers, their priors, a rotation)."
+    asked = [r for r in requests if isinstance(r, LoglikelihoodRequest)]
+    return [tuple(run) for _, run in itertools.groupby(asked, key=lambda r: r.context)]
 
 # %% ../nbs/06_tasks.ipynb #02734d9c
 @patch

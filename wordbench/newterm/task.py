@@ -5,7 +5,6 @@
 # %% ../../nbs/23_newterm_task.ipynb #9b07f55d
 from __future__ import annotations
 import copy
-from itertools import groupby
 from typing import Sequence
 import numpy as np
 import pandas as pd
@@ -14,7 +13,7 @@ from ..lm import LM, LMFailure, GenerateRequest
 from ..choices import decide, unique_best
 from ..prompts import LETTERS, lettered, redact_echo, written
 from ..results import CORE_COLUMNS, ResultSchema
-from ..tasks import Task, Option, register_task
+from ..tasks import Task, Option, by_context, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, DEDUCE_SYSTEM, DEDUCE_USER, COMPLETION_STOP, completion_prompt,
@@ -180,7 +179,7 @@ def requests(self: NewTermChoiceTask, it: dict, s, pool) -> tuple|None:
 @patch
 def decisions(self: NewTermChoiceTask, requests: tuple) -> list[tuple]:
     "A decision per run of requests with one context: the answers, their priors, or one rotation's letters."
-    return [tuple(run) for _, run in groupby(requests, key=lambda r: r.context)]
+    return by_context(requests)
 
 # %% ../../nbs/23_newterm_task.ipynb #09c752ba
 def _answer_labels(it: dict, strategy: str) -> list[str]:

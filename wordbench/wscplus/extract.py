@@ -11,8 +11,8 @@ from typing import NamedTuple, Sequence
 # %% auto #0
 __all__ = ['DIGIT_SEMICOLON', 'STRICT_FAILURES', 'HEDGE', 'HEDGED_SEMICOLON', 'FINAL_ANSWER', 'LEADING_DIGIT',
            'AMBIGUITY_PHRASES', 'HEDGED_ANSWER', 'SPACED_SEMICOLON', 'ANSWER_LINE', 'NEGATED', 'TAXONOMY',
-           'PAPER_TAXONOMY', 'Parse', 'paper_extract', 'extract_answer', 'extract_answer_lenient', 'taxonomy',
-           'self_consistency_vote']
+           'PAPER_TAXONOMY', 'Parse', 'paper_extract', 'extract_answer', 'extract_answer_lenient', 'extract_cued',
+           'taxonomy', 'self_consistency_vote']
 
 # %% ../../nbs/43_wscplus_extract.ipynb #e3a0c005
 class Parse(NamedTuple):
@@ -107,6 +107,14 @@ def extract_answer_lenient(reply: str, # the model's reply
     if len(named) == 1 and not vague: return Parse(named.pop(), 'option_named')
     if vague and not named: return Parse(2, 'ambiguity_phrase')
     return Parse(None, 'lenient_conflict' if vague or len(named) > 1 else 'unparsed')
+
+# %% ../../nbs/43_wscplus_extract.ipynb #98869644
+def extract_cued(reply: str) -> Parse:
+    "The strict answer, else (after an answer cue) a lone leading 0-2 (`cued_digit`), else the strict failure."
+    strict = extract_answer(reply)
+    if strict.rule != 'unparsed': return strict
+    lead = LEADING_DIGIT.match(reply)
+    return Parse(int(lead.group(1)), 'cued_digit') if lead else strict
 
 # %% ../../nbs/43_wscplus_extract.ipynb #e3a0c015
 TAXONOMY = ('correct', 'response_evasion', 'ambiguity_misinterpretation', 'entity_misselection')

@@ -8,13 +8,14 @@ import math
 from typing import Sequence
 import numpy as np
 import pandas as pd
+from ..choices import unique_best
 from ..stats import mcnemar_exact_p, wilson_ci
 from .sources import WSCPLUS_TYPES
 from .extract import TAXONOMY, taxonomy
 
 # %% auto #0
-__all__ = ['EVAL_COLUMNS', 'CALIBRATED_SUFFIX', 'wilson_interval', 'evaluation_table', 'baseline_table', 'mcnemar_table',
-           'pair_accuracy', 'calibrate_scored', 'answer_shares']
+__all__ = ['EVAL_COLUMNS', 'CALIBRATED_SUFFIX', 'PMI_SUFFIX', 'wilson_interval', 'evaluation_table', 'baseline_table',
+           'mcnemar_table', 'pair_accuracy', 'calibrate_scored', 'answer_shares', 'pmi_scored']
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c006
 def wilson_interval(correct: int, # correct answers
@@ -142,3 +143,19 @@ def answer_shares(rows: pd.DataFrame, # result rows with `pred` (missing: no ans
     t = t.reindex(columns=['0', '1', '2', 'none'], fill_value=0.0).add_prefix('answer_')
     t.insert(0, 'n', rows.groupby(list(by)).size())
     return t.assign(top_share=t[['answer_0', 'answer_1', 'answer_2']].max(axis=1)).reset_index()
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #ef677c8d
+PMI_SUFFIX = '-pmi'  # strategy suffix of the scored rows re-decided by PMI
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #a4cb3845
+def pmi_scored(rows: pd.DataFrame # result rows; the scored ones with log-probs and priors recorded are used
+              ) -> pd.DataFrame:
+    "Scored rows re-decided by log-prob minus the question-free prior (`<strategy>-pmi`); a tie: no answer."
+    lp, pr = [f'logprob{d}' for d in range(3)], [f'prior{d}' for d in range(3)]
+    if not set(pr) <= set(rows.columns): return rows.iloc[:0]
+    sc = rows[(rows.protocol == 'score') & rows[lp + pr].notna().all(axis=1)].copy()
+    pred = [unique_best(list(d)) for d in sc[lp].to_numpy(float) - sc[pr].to_numpy(float)]
+    right = [int(p == l) for p, l in zip(pred, sc.label)]
+    return sc.assign(strategy=sc.strategy + PMI_SUFFIX, protocol='score-pmi', pred=pd.array(pred, dtype='Int64'),
+                     correct=right, invalid=[p is None for p in pred], rule='pmi',
+                     taxonomy=[taxonomy(l, p, 'tie') for l, p in zip(sc.label, pred)])

@@ -4,13 +4,15 @@
 
 # %% ../../nbs/48_wscplus_paper.ipynb #eeae08bd
 from __future__ import annotations
+import numpy as np
 import pandas as pd
-from ..report_card import Card, ours_row, ref_row, register_card
-from .metrics import calibrate_scored
+from ..stats import paired_units
+from ..report_card import DEGENERATE_P, Card, ours_row, ref_row, register_card
+from .metrics import calibrate_scored, pmi_scored
 
 # %% auto #0
 __all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'PAPER_TABLE2', 'PAPER_TABLE5', 'CARD_PAPER_STRATEGIES', 'WSCPLUS_CARD',
-           'wscplus_card_rows']
+           'same_position_check', 'wscplus_card_rows']
 
 # %% ../../nbs/48_wscplus_paper.ipynb #b4792e95
 PAPER_QUOTED = {('GPT-4', 'all', 'all', 'accuracy'): 68.7,        # ToE prompt, all items
@@ -30,25 +32,38 @@ PAPER_TABLE5 = {'Traditional': (3800, 1364), 'Ambiguous': (1060, 534), 'Offensiv
 # %% ../../nbs/48_wscplus_paper.ipynb #8ed1a07d
 CARD_PAPER_STRATEGIES = ('toe-paper',)  # strategies that run the paper's ToE template (GPT-4's number applies)
 
+# %% ../../nbs/48_wscplus_paper.ipynb #aeca1ea2
+def same_position_check(ours: dict # `ours_row`'s row of an option-order cell
+                       ) -> dict:
+    "The row with its test against the same-position baseline (0) added to its degenerate reasons."
+    per = pd.Series(ours['per_unit'], dtype=float)
+    p = paired_units(per, per * 0, mde=False)['p'] if len(per) else np.nan
+    why = f'no different from the same position every time (p = {p:.2f})' if p >= DEGENERATE_P else ''
+    return dict(ours, p_same_position=p, degenerate='; '.join(w for w in (ours['degenerate'], why) if w))
+
 # %% ../../nbs/48_wscplus_paper.ipynb #b792346f
 def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` rows
-    "Per strategy and calibrated twin: ours, random, always 'neither', majority per type, GPT-4 (ToE), people."
-    out = []
-    cal = calibrate_scored(res) if {'protocol', 'logprob0'} <= set(res.columns) else res.iloc[:0]
-    for s, g in pd.concat([res, cal]).groupby('strategy', sort=True):
-        ok = g[~g.failed.astype(bool)]
+    "Per strategy and twin (calibrated, PMI): ours, random, always 'neither', majority per type, GPT-4 (ToE), people."
+    out, scored = [], {'protocol', 'logprob0'} <= set(res.columns)
+    twins = [calibrate_scored(res), pmi_scored(res)] if scored else []
+    for s, g in pd.concat([res, *twins]).groupby('strategy', sort=True):
+        ok, spun = g[~g.failed.astype(bool)], s.endswith('-circular')
         per_type = sum(int((t.label == t.label.value_counts().sort_index().idxmax()).sum())
                        for _, t in ok.groupby('type'))
-        out += [ours_row(s, g), ref_row(s, 'baseline', 'uniform random', 100 / 3),
+        ours = same_position_check(ours_row(s, g)) if spun else ours_row(s, g)
+        out += [ours, ref_row(s, 'baseline', 'uniform random', 100 / 3 ** 3 if spun else 100 / 3),
                 ref_row(s, 'baseline', 'always neither', 100 * (ok.label == 2).mean() if len(ok) else float('nan')),
                 ref_row(s, 'baseline', 'majority per type', 100 * per_type / len(ok) if len(ok) else float('nan'))]
+        if spun: out.append(ref_row(s, 'baseline', 'same position', 0.0))
         if s in CARD_PAPER_STRATEGIES:
             out.append(ref_row(s, 'paper', 'GPT-4', PAPER_QUOTED[('GPT-4', 'all', 'all', 'accuracy')]))
         out.append(ref_row(s, 'paper', 'people', PAPER_HUMAN['all']))
     return out
 
 # %% ../../nbs/48_wscplus_paper.ipynb #16357635
-_METRIC = ("accuracy (%) over three answers; an unparsable reply is wrong; `<strategy>-calibrated`: a scored strategy "
-           "re-decided against each answer's mean probability over the items (prior-calibrated)")
+_METRIC = ("accuracy (%) over three answers; an unparsable reply is wrong; a scored strategy compares summed log-probs "
+           "of the answer digits; `-calibrated`: re-decided against each answer's mean probability over the items; "
+           "`-pmi`: against its log-prob after the template with no question; `-circular`: the three answers listed, "
+           "right only if right in all three cyclic orders (CircularEval)")
 WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)', _METRIC,
                                   wscplus_card_rows))

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c002
 from __future__ import annotations
-import itertools, warnings
+import ast, itertools, warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from ..core import stable_hash
@@ -13,8 +13,9 @@ from ..seeds import checked_text
 
 # %% auto #0
 __all__ = ['EVAL_SHOT_LINES', 'SHOT_REASONS', 'SHOT_STEPS', 'TREE_EXAMPLE', 'ANSWER_RULE', 'PROCEDURE', 'EVAL_TEMPLATES',
-           'ANSWER_PRIMER', 'build_query', 'shot_order', 'EvalTemplate', 'paper_toe_text', 'template_text',
-           'build_eval_prompt', 'eval_template_hash', 'score_context', 'primed_prompt']
+           'LISTED_RULE', 'NEITHER_ANSWER', 'LISTED_TEMPLATES', 'ANSWER_PRIMER', 'ANSWER_CUE', 'build_query',
+           'shot_order', 'EvalTemplate', 'paper_toe_text', 'template_text', 'build_eval_prompt', 'eval_template_hash',
+           'score_context', 'prior_context', 'answer_texts', 'listed_query', 'listed_prompt', 'primed_prompt']
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c006
 def build_query(item: dict) -> str: # a WSC+ row or item (pronoun, snippet, statement, options_raw)
@@ -157,8 +158,56 @@ def score_context(item: dict, name: str, shots: dict) -> str:
     "The text after which the scored protocol compares ' 0', ' 1' and ' 2'."
     return build_eval_prompt(item, name, shots) + '\n' + EVAL_TEMPLATES[name].score_prefix
 
+# %% ../../nbs/42_wscplus_prompts.ipynb #84a30a61
+def prior_context(name: str, # a template name
+                  shots: dict # WSC+ line -> few-shot item
+                 ) -> str:
+    "The scored context of template `name` with no question: the template, then its score prefix."
+    return template_text(name, shots) + '\n' + EVAL_TEMPLATES[name].score_prefix
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #39ad26dd
+LISTED_RULE = ('Say what the pronoun in the question refers to. The question lists three answers, numbered from 0; '
+               'reply with the number of the right one, a semicolon, and a short reason.')
+NEITHER_ANSWER = 'either of them, or neither'  # the third listed answer (answer 2)
+LISTED_TEMPLATES = ('zero-shot', 'few-shot')  # the templates with a listed-options form
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #a3178cfb
+def answer_texts(item: dict) -> tuple[str, str, str]:
+    "The item's three answers in answer order: its two options, then `NEITHER_ANSWER`."
+    opts = item.get('options')
+    if not opts:
+        raw = item['options_raw'].strip()
+        try: opts = ast.literal_eval(raw)
+        except (ValueError, SyntaxError): opts = raw.strip('[]').strip('\'"').split("', '")
+    if len(opts) != 2: raise ValueError(f"WSC+ line {item.get('line')}: options: expected two, got {opts!r}")
+    return (str(opts[0]), str(opts[1]), NEITHER_ANSWER)
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #30413d97
+def listed_query(item: dict, # a WSC+ item
+                 rotation: int=0 # position p shows answer (p + rotation) % 3
+                ) -> str:
+    "The query with the three answers listed and numbered, in the cyclic order `rotation`."
+    texts = answer_texts(item)
+    listed = '; '.join(f'{p}: {texts[(p + rotation) % 3]}' for p in range(3))
+    head = build_query(item).rsplit(' Options: ', 1)[0]
+    return f'{head} Options: {listed}.'
+
+# %% ../../nbs/42_wscplus_prompts.ipynb #9b6cce8e
+def listed_prompt(item: dict, # the item asked about
+                  name: str, # 'zero-shot' or 'few-shot' (`LISTED_TEMPLATES`)
+                  shots: dict, # WSC+ line -> few-shot item
+                  rotation: int=0 # the cyclic order of the listed answers
+                 ) -> str:
+    "The scored context of the option-order check: rule, examples in the same order, query, `A:`."
+    if name not in LISTED_TEMPLATES: raise ValueError(f'no listed-options form of template {name!r}')
+    def shown(it, body=''): return f'Q: {listed_query(it, rotation)}\nA:' + body
+    ex = [shown(shots[l], f" {(shots[l]['label'] - rotation) % 3}; {SHOT_REASONS[l]}")
+          for l in (EVAL_SHOT_LINES if name == 'few-shot' else ())]
+    return LISTED_RULE + ('\nExamples:\n' + '\n'.join(ex) if ex else '') + '\n' + shown(item)
+
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c051
 ANSWER_PRIMER = '\nA:'  # what a base model's prompt ends with: the answer label of the templates' examples
+ANSWER_CUE = '\nA (0, 1 or 2):'  # ... when the template shows no examples: the label and the answers it may give
 
 # %% ../../nbs/42_wscplus_prompts.ipynb #e2a0c052
 def primed_prompt(item: dict, # the item asked about
@@ -166,5 +215,6 @@ def primed_prompt(item: dict, # the item asked about
                   shots: dict, # WSC+ line -> few-shot item
                   seed: int=0 # the setting's seed: the examples' order (`shot_order`)
                  ) -> str:
-    "The raw prompt of a model without a chat template: the user message, examples in a seeded order, the label."
-    return build_eval_prompt(item, name, shots, shot_order(item['id'], seed)) + ANSWER_PRIMER
+    "The raw prompt of a model without a chat template: the message, examples in a seeded order, label or cue."
+    end = ANSWER_CUE if EVAL_TEMPLATES[name].examples == 'none' else ANSWER_PRIMER
+    return build_eval_prompt(item, name, shots, shot_order(item['id'], seed)) + end

@@ -12,18 +12,20 @@ from ..core import stable_hash
 from ..lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
 from ..choices import decide
 from ..results import ResultSchema
-from ..tasks import Task, Option, register_task
+from ..tasks import Task, Option, by_context, register_task
 from .sources import WSCPLUS_TYPES
 from .splits import load_items
-from .prompts import EVAL_TEMPLATES, build_eval_prompt, build_query, score_context, primed_prompt
-from .extract import (Parse, extract_answer, extract_answer_lenient, paper_extract, taxonomy,
-                                       self_consistency_vote)
+from .prompts import (ANSWER_CUE, EVAL_TEMPLATES, LISTED_TEMPLATES, build_eval_prompt, build_query,
+                                       listed_prompt, listed_query, prior_context, score_context, primed_prompt)
+from .extract import (Parse, extract_answer, extract_answer_lenient, extract_cued, paper_extract,
+                                       taxonomy, self_consistency_vote)
 from ..prompts import redact_echo, written
 
 # %% auto #0
-__all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'SCORED_STRATEGIES',
-           'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy', 'parse_strategy', 'sample_items',
-           'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format', 'stored_reply']
+__all__ = ['SC_KS', 'SC_TEMPERATURE', 'STOP', 'CIRCULAR_STRATEGIES', 'WSCPLUS_STRATEGIES', 'WSCPLUS_SCHEMA', 'PRIMED', 'CUED',
+           'SCORED_STRATEGIES', 'SHORT_TEMPLATES', 'LONG_TEMPLATES', 'CPU_SCORED', 'WSCPLUS', 'Strategy',
+           'parse_strategy', 'sample_items', 'shots_of', 'item_requests', 'answer_row', 'WSCPlusTask', 'prompt_format',
+           'stored_reply']
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c006
 SC_KS = (3, 5)  # sample counts of the self-consistency strategies
@@ -38,19 +40,22 @@ STOP = ('\nQ:',)  # replies end where a model starts a new question
 class Strategy(NamedTuple):
     "What a strategy name means: template, protocol and samples."
     template: str   # a key of `EVAL_TEMPLATES`
-    protocol: str   # 'generate', 'sc' or 'score'
+    protocol: str   # 'generate', 'sc', 'score' or 'circular' (scored in every order of the listed answers)
     k: int = 1      # samples (self-consistency)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c008
 def parse_strategy(name: str) -> Strategy:
-    "The template, protocol and k of a strategy name such as 'toe', 'cot-sc5' or 'zero-shot-scored'."
-    if name.endswith('-scored'): return Strategy(name[:-len('-scored')], 'score')
+    "The template, protocol and k of a strategy name: 'toe', 'cot-sc5', 'zero-shot-scored', 'few-shot-circular'."
+    for suffix, protocol in (('-scored', 'score'), ('-circular', 'circular')):
+        if name.endswith(suffix): return Strategy(name[:-len(suffix)], protocol)
     for k in SC_KS:
         if name.endswith(f'-sc{k}'): return Strategy(name[:-len(f'-sc{k}')], 'sc', k)
     return Strategy(name, 'generate')
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c009
-WSCPLUS_STRATEGIES = tuple(f'{t}{s}' for s in ('', '-scored', *(f'-sc{k}' for k in SC_KS)) for t in EVAL_TEMPLATES)
+CIRCULAR_STRATEGIES = tuple(f'{t}-circular' for t in LISTED_TEMPLATES)  # the option-order check (CircularEval)
+WSCPLUS_STRATEGIES = tuple(f'{t}{s}' for s in ('', '-scored', *(f'-sc{k}' for k in SC_KS))
+                           for t in EVAL_TEMPLATES) + CIRCULAR_STRATEGIES
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c00c
 def sample_items(items: list[dict], # WSC+ items
@@ -70,19 +75,21 @@ WSCPLUS_SCHEMA = ResultSchema(
              'invalid', 'template', 'protocol', 'prompt_format', 'k', 'temperature', 'type', 'generator',
              'pair_id', 'copies_prompt_example', 'rule', 'taxonomy', 'paper_pred', 'paper_correct',
              'lenient_pred', 'lenient_rule', 'lenient_correct', 'votes', 'finish_reason', 'prompt_tokens',
-             'completion_tokens', 'logprob0', 'logprob1', 'logprob2', 'prompt_hash', 'reply'),
+             'completion_tokens', 'logprob0', 'logprob1', 'logprob2', 'prior0', 'prior1', 'prior2', 'rotation_preds',
+             'rotations_right', 'prompt_hash', 'reply'),
     key=('model', 'strategy', 'shots', 'seed', 'id'),
     dtypes={'pred': 'Int64', 'correct': 'Int64', 'failed': bool, 'invalid': bool, 'shots': int, 'seed': int,
             'label': int, 'k': int, 'temperature': float, 'paper_pred': 'Int64', 'paper_correct': 'Int64',
             'lenient_pred': 'Int64', 'lenient_correct': 'Int64', 'prompt_tokens': 'Int64', 'completion_tokens': 'Int64',
-            'pair_id': int,
+            'pair_id': int, 'rotations_right': 'Int64',
             'copies_prompt_example': bool},
     text=('id', 'model', 'strategy', 'template', 'protocol', 'prompt_format', 'type', 'generator', 'rule', 'taxonomy',
-          'lenient_rule', 'votes', 'finish_reason', 'prompt_hash', 'reply'),
+          'lenient_rule', 'votes', 'finish_reason', 'rotation_preds', 'prompt_hash', 'reply'),
     parsed=True)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c04a
 PRIMED = 'raw-primed'  # `prompt_format` of a raw prompt that ends with the answer label (base models; scored protocol)
+CUED = 'raw-cued'  # ... of a raw prompt that ends with `ANSWER_CUE` (base models, templates without examples)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c011
 _SHOTS: dict = {}
@@ -99,24 +106,40 @@ def item_requests(item: dict, # a WSC+ item
                   shots: dict, # few-shot items by line
                   seed: int=0, # the setting's seed (self-consistency samples; base models' example order)
                   chat: bool=True) -> tuple: # the model has a chat template (else: primed raw prompts, seeded order)
-    "The requests of one item under `strategy`: one generation, k samples, or three scored digits."
-    st = parse_strategy(strategy)
+    "The requests of one item: a generation, k samples, three scored digits and their priors, or 3 x 3 rotated."
+    st, digits = parse_strategy(strategy), [f' {d}' for d in (0, 1, 2)]
     if st.protocol == 'score':
-        ctx = score_context(item, st.template, shots)
-        return tuple(LoglikelihoodRequest(ctx, f' {d}') for d in (0, 1, 2))
+        ctxs = (score_context(item, st.template, shots), prior_context(st.template, shots))
+        return tuple(LoglikelihoodRequest(c, d) for c in ctxs for d in digits)
+    if st.protocol == 'circular':
+        ctxs = [listed_prompt(item, st.template, shots, r) for r in range(3)]
+        return tuple(LoglikelihoodRequest(c, d) for c in ctxs for d in digits)
     kw = dict(max_tokens=EVAL_TEMPLATES[st.template].max_tokens)
     if chat: kw.update(messages=(('user', build_eval_prompt(item, st.template, shots)),), stop=STOP)
     else: kw.update(prompt=primed_prompt(item, st.template, shots, seed), stop=STOP)
     if st.protocol == 'generate': return (GenerateRequest(**kw),)
     return tuple(GenerateRequest(**kw, temperature=SC_TEMPERATURE, seed=seed * st.k + i) for i in range(st.k))
 
+# %% ../../nbs/44_wscplus_task.ipynb #1a26d434
+def _scored_columns(responses: list, protocol: str) -> dict:
+    "Answer columns of the scored protocol (answer, log-probs, priors) or of the option-order check (every rotation)."
+    lps = {f'logprob{d}': r[0] for d, r in enumerate(responses[:3])}
+    if protocol == 'score':
+        return dict(parse=Parse(decide(responses[:3]), 'loglikelihood'), loose=None, votes='', paper_pred=None,
+                    reply='', finish_reason='', **lps, **{f'prior{d}': r[0] for d, r in enumerate(responses[3:6])})
+    picks = [decide(responses[3 * r:3 * r + 3]) for r in range(3)]   # a tie: no answer in that rotation
+    answers = [None if p is None else (p + r) % 3 for r, p in enumerate(picks)]
+    return dict(parse=Parse(answers[0], 'circular'), loose=None, votes='', paper_pred=None, reply='',
+                finish_reason='', **lps, rotation_preds=''.join('-' if a is None else str(a) for a in answers),
+                all_right=answers)
+
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c015
-def _generation_columns(resps: list, options, asked: str) -> dict:
+def _generation_columns(resps: list, options, asked: str, cued: bool=False) -> dict:
     "Answer columns of one greedy reply or of k samples (each cut by `cut_at_stop`, read as `written`)."
     cuts = [cut_at_stop(g.text, STOP) for g in resps]   # a backend that ran to its cap is cut here
     resps = [g if c == g.text else replace(g, text=c, finish_reason='stop') for g, c in zip(resps, cuts)]
     own = [written(g.text, asked, options or ()) for g in resps]   # an echoed worked example is not an answer
-    strict = [extract_answer(t) for t in own]
+    strict = [(extract_cued if cued else extract_answer)(t) for t in own]
     lenient = [extract_answer_lenient(t, options) for t in own]
     if len(resps) == 1: (parse,), (loose,), votes = strict, lenient, ''
     else: (parse, votes), (loose, _) = self_consistency_vote(strict), self_consistency_vote(lenient)
@@ -130,19 +153,21 @@ def _generation_columns(resps: list, options, asked: str) -> dict:
 def answer_row(item: dict, # the item
                strategy: str, # its strategy
                responses: list, # its responses, in request order
-               asked: str='' # the prompt's text: its echoes in a reply are not read as answers
+               asked: str='', # the prompt's text: its echoes in a reply are not read as answers
+               cued: bool=False # the prompt ended with the answer cue (`extract_cued` reads the reply)
               ) -> dict:
     "The answer columns of a result row: answer, rule, error class, paper and lenient answers, reply, scores."
     st, label = parse_strategy(strategy), item['label']
     if any(isinstance(r, LMFailure) for r in responses):
         return dict(pred=None, correct=None, failed=True, invalid=False, rule='failed', taxonomy='failed', reply='')
-    if st.protocol == 'score':
-        c = dict(parse=Parse(decide(responses), 'loglikelihood'), loose=None, votes='', paper_pred=None, reply='',
-                 finish_reason='', **{f'logprob{d}': r[0] for d, r in enumerate(responses)})
-    else: c = _generation_columns(responses, item.get('options'), asked)
-    parse, loose = c.pop('parse'), c.pop('loose')
+    if st.protocol in ('score', 'circular'): c = _scored_columns(responses, st.protocol)
+    else: c = _generation_columns(responses, item.get('options'), asked, cued)
+    parse, loose, rotations = c.pop('parse'), c.pop('loose'), c.pop('all_right', None)
     out = dict(pred=parse.answer, correct=int(parse.answer == label), failed=False, invalid=parse.answer is None,
                rule=parse.rule, taxonomy=taxonomy(label, parse.answer, parse.rule), **c)
+    if rotations is not None:
+        right = sum(a == label for a in rotations)
+        out.update(rotations_right=right, correct=int(right == 3), invalid=None in rotations)
     if out['paper_pred'] is not None: out['paper_correct'] = int(out['paper_pred'] == label)
     if loose is not None:
         out.update(lenient_pred=loose.answer, lenient_rule=loose.rule, lenient_correct=int(loose.answer == label))
@@ -158,7 +183,8 @@ SHORT_TEMPLATES = ('zero-shot', 'few-shot')  # short replies: more items in the 
 LONG_TEMPLATES = ('cot', 'sc-cot', 'coe', 'tot', 'toe', 'toe-paper')  # long prompts and replies: fewer items
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c045
-CPU_SCORED = ('zero-shot-scored', 'few-shot-scored', 'toe-scored', 'toe-paper-scored')  # scored in the cpu grid
+CPU_SCORED = ('zero-shot-scored', 'few-shot-scored', 'toe-scored', 'toe-paper-scored',
+              *CIRCULAR_STRATEGIES)  # scored in the cpu grid (the option-order check too)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01a
 class WSCPlusTask(Task):
@@ -180,8 +206,11 @@ class WSCPlusTask(Task):
         return sample_items(load_items(split, splits), n), load_items('few-shot', splits)
     lm = None   # the model asked (`for_lm`); None: a chat model
     def requests(self, item, setting, pool):
-        chat = parse_strategy(setting.strategy).protocol == 'score' or self.chat()   # scored: the same for all
+        chat = parse_strategy(setting.strategy).protocol in ('score', 'circular') or self.chat()   # scored: one form
         return item_requests(item, setting.strategy, shots_of(pool), setting.seed, chat)
+    def decisions(self, requests):
+        "One decision per context: the digits, their priors, or one rotation's digits."
+        return by_context(requests)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c04c
 @patch
@@ -200,8 +229,9 @@ def chat(self: WSCPlusTask) -> bool:
 def prompt_format(request, # the first request of an item
                   responses: list # its responses
                  ) -> str:
-    "How the request reached the model: `PRIMED` for raw text, else the chat format a response names (or 'chat')."
-    if not isinstance(request, GenerateRequest) or request.prompt is not None: return PRIMED
+    "How the request reached the model: `CUED` or `PRIMED` for raw text, else the chat format a response names."
+    if not isinstance(request, GenerateRequest): return PRIMED
+    if request.prompt is not None: return CUED if request.prompt.endswith(ANSWER_CUE) else PRIMED
     said = [r.prompt_format for r in responses if getattr(r, 'prompt_format', '')]
     return said[0] if said else 'chat'
 
@@ -223,13 +253,15 @@ def row(self: WSCPlusTask, item, setting, requests, responses) -> dict:
     st, first = parse_strategy(setting.strategy), requests[0]
     # what a reply may echo
     asked = getattr(first, 'prompt', None) or '\n'.join(c for _, c in getattr(first, 'messages', ()))
-    answer = answer_row(item, setting.strategy, responses, asked)
-    text = first.context if st.protocol == 'score' else first.prompt or first.messages[0][1]
+    fmt = prompt_format(first, responses)
+    answer = answer_row(item, setting.strategy, responses, asked, cued=fmt == CUED)
+    text = first.context if st.protocol in ('score', 'circular') else first.prompt or first.messages[0][1]
+    query = listed_query(item) if st.protocol == 'circular' else build_query(item)
     return dict(strategy=setting.strategy, shots=setting.shots, seed=setting.seed,
                 **{c: item[c] for c in _ITEM_COLUMNS}, template=st.template, protocol=st.protocol,
-                prompt_format=prompt_format(first, responses), k=st.k,
-                temperature=0.0 if st.protocol == 'score' else first.temperature,
-                prompt_hash=stable_hash(text[:text.rindex(build_query(item))])[:12],
+                prompt_format=fmt, k=st.k,
+                temperature=first.temperature if isinstance(first, GenerateRequest) else 0.0,
+                prompt_hash=stable_hash(text[:text.rindex(query)])[:12],
                 **answer) | {'reply': stored_reply(answer['reply'], asked, item.get('options'), st.protocol == 'sc')}
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01c
