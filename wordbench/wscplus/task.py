@@ -165,9 +165,10 @@ def answer_row(item: dict, # the item
     parse, loose, rotations = c.pop('parse'), c.pop('loose'), c.pop('all_right', None)
     out = dict(pred=parse.answer, correct=int(parse.answer == label), failed=False, invalid=parse.answer is None,
                rule=parse.rule, taxonomy=taxonomy(label, parse.answer, parse.rule), **c)
-    if rotations is not None:
-        right = sum(a == label for a in rotations)
-        out.update(rotations_right=right, correct=int(right == 3), invalid=None in rotations)
+    if rotations is not None:   # right only in every order; the error class is that of the first order gone wrong
+        right, wrong = sum(a == label for a in rotations), [a for a in rotations if a != label]
+        out.update(rotations_right=right, correct=int(right == 3), invalid=None in rotations,
+                   taxonomy=taxonomy(label, wrong[0], 'tie') if wrong else 'correct')
     if out['paper_pred'] is not None: out['paper_correct'] = int(out['paper_pred'] == label)
     if loose is not None:
         out.update(lenient_pred=loose.answer, lenient_rule=loose.rule, lenient_correct=int(loose.answer == label))
