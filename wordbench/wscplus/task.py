@@ -185,7 +185,7 @@ LONG_TEMPLATES = ('cot', 'sc-cot', 'coe', 'tot', 'toe', 'toe-paper')  # long pro
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c045
 CPU_SCORED = ('zero-shot-scored', 'few-shot-scored', 'toe-scored', 'toe-paper-scored',
-              *CIRCULAR_STRATEGIES)  # scored in the cpu grid (the option-order check too)
+              'zero-shot-circular')  # scored in the cpu grid (the option-order check of the short template too)
 
 # %% ../../nbs/44_wscplus_task.ipynb #e4a0c01a
 class WSCPlusTask(Task):
