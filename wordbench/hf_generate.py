@@ -9,15 +9,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import GenerateRequest, Generation, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
+from .lm import GenerateRequest, Generation, LMFailure, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
 from .hf_common import encode_text, prefix_token_id, common_prefix_length, unique_prefix_tokens
-from .hf_kernels import slot_cache, shared_columns
+from .hf_kernels import slot_cache, shared_columns, PREFIX_ATTENTION
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'DecodeLimits', 'GenRow', 'DecodeEngine',
-           'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
+__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'BOOLEAN_MASK_ATTENTION', 'DecodeLimits',
+           'GenRow', 'DecodeEngine', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks',
+           'sample_token']
 
 # %% ../nbs/03c2_hf_generate.ipynb #32b6a104
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
@@ -27,6 +28,9 @@ PREFILL_GROUP_TOKENS = 512  # new prefix-tree tokens per prefill group (bounds t
 
 # %% ../nbs/03c2_hf_generate.ipynb #aa2d5f6e
 PREFIX_ATTENTION_MIN = 1024  # key/value columns per layer and step that reading a shared prefix once must save
+
+# %% ../nbs/03c2_hf_generate.ipynb #aaa4a9b4
+BOOLEAN_MASK_ATTENTION = ('sdpa', PREFIX_ATTENTION)  # implementations that read a boolean mask as keep/drop
 
 # %% ../nbs/03c2_hf_generate.ipynb #c10884e7
 @dataclass
@@ -52,6 +56,7 @@ class GenRow:
     fmt: str           # `prompt_format`
     new: list = field(default_factory=list)  # generated token ids
     ended: bool = False  # the row has ended (an out-of-memory retry keeps its reply)
+    failed: str = ''     # why the row has no reply (non-finite logits), else ''
 
 # %% ../nbs/03c2_hf_generate.ipynb #4a155282
 class DecodeEngine:
@@ -77,6 +82,8 @@ class DecodeEngine:
         slides = window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
         self.window = window if slides else None   # the sliding layers' window (None: no layer slides)
         self.softcap = getattr(cfg, 'final_logit_softcapping', None)
+        impl = getattr(decoder.config, '_attn_implementation', None)   # eager adds a mask to the scores
+        self.mask_dtype = None if impl in BOOLEAN_MASK_ATTENTION else weight.dtype
 
     def cache_tokens(self) -> int:
         "Cached tokens (all layers, keys and values) that fit in `limits.cache_mib`."
@@ -135,8 +142,9 @@ def row(self: DecodeEngine, r: GenerateRequest) -> GenRow:
 
 # %% ../nbs/03c2_hf_generate.ipynb #ffc5e63b
 @patch
-def ending(self: DecodeEngine, row: GenRow) -> Generation:
-    "The `Generation` of a finished row: text cut before the first stop string, and why it ended."
+def ending(self: DecodeEngine, row: GenRow) -> Generation|LMFailure:
+    "The `Generation` of a finished row: text cut before the first stop string, and why it ended (or its failure)."
+    if row.failed: return LMFailure(row.failed)
     text = self.tokenizer.decode(row.new, skip_special_tokens=True)
     cut = cut_at_stop(text, row.stop)
     reason = 'stop' if cut != text else ('eos' if row.new and row.new[-1] in self.eos_ids else 'length')
@@ -211,12 +219,16 @@ def prefill_groups(prompts: Sequence[Sequence[int]], # a batch's prompts, sorted
 def layer_masks(allowed, # bool `[batch, queries, keys]`: which keys each query may see
                 q_pos, k_pos, # `[batch, queries]` and `[batch, keys]`: positions in each row's own sequence
                 window: int|None=None, # sliding window of the sliding layers (None: no layer slides)
-                layer_types: Sequence[str]|None=None): # the config's per-layer types; None: every layer alike
+                layer_types: Sequence[str]|None=None, # the config's per-layer types; None: every layer alike
+                dtype=None): # None: boolean masks (SDPA); else additive masks in this dtype (eager and others)
     "The decoder's 4-D attention mask: one tensor, or `{layer type: mask}` when only some layers slide."
-    if window is None: return allowed[:, None]
+    import torch
+    add = lambda m: m if dtype is None else torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill(
+        ~m, torch.finfo(dtype).min)
+    if window is None: return add(allowed[:, None])
     slide = allowed & (q_pos[:, :, None] - k_pos[:, None, :] < window)
-    if not layer_types or all(t == 'sliding_attention' for t in layer_types): return slide[:, None]
-    return {'full_attention': allowed[:, None], 'sliding_attention': slide[:, None]}
+    if not layer_types or all(t == 'sliding_attention' for t in layer_types): return add(slide[:, None])
+    return {'full_attention': add(allowed[:, None]), 'sliding_attention': add(slide[:, None])}
 
 # %% ../nbs/03c2_hf_generate.ipynb #eb0237b6
 def sample_token(logits, # float `[vocab]`: one row's next-token logits
@@ -247,7 +259,8 @@ def _prefill(self: DecodeEngine, prompts, carried):
     for q0 in range(n0, total, chunk):
         q1 = min(q0 + chunk, total)
         allowed = tree_attention(paths, shared, q0, q1).to(self.device)[None]
-        mask = layer_masks(allowed, pos[None, q0:q1], pos[None, :q1], self.window, self.layer_types)
+        mask = layer_masks(allowed, pos[None, q0:q1], pos[None, :q1], self.window, self.layer_types,
+                           self.mask_dtype)
         ids = torch.tensor([tokens[q0 - n0:q1 - n0]], device=self.device)
         h = self._forward(ids, pos[None, q0:q1], mask, cache)
         for k in range(q0, q1):
@@ -291,19 +304,25 @@ def _prefill_batch(self: DecodeEngine, rows, carried, following):
 def _next_tokens(self: DecodeEngine, logits, # `[rows, vocab]`: the step's next-token logits
                  live: Sequence[int], # the logits rows of the unfinished rows
                  rows: Sequence[GenRow], gens): # those rows and their generators
-    "The unfinished rows' next tokens (argmax, or drawn): the step's one host sync, a single `tolist`."
+    "The unfinished rows' next tokens (argmax, or drawn; -1 for non-finite logits): the step's one host sync."
     import torch
+    finite = ~(logits.isnan() | logits.isposinf()).any(-1)   # checked once per step, for the whole batch
+    logits = torch.where(finite[:, None], logits, torch.zeros((), dtype=logits.dtype, device=logits.device))
     toks = logits.argmax(-1)
     drawn = [(k, sample_token(logits[k], r.temperature, r.top_p, g))
              for k, r, g in zip(live, rows, gens) if r.temperature > 0]
     if drawn: toks[[k for k, _ in drawn]] = torch.stack([t for _, t in drawn])
-    every = toks.tolist()
+    every = torch.where(finite, toks, -1).tolist()
     return [every[k] for k in live]
 
 # %% ../nbs/03c2_hf_generate.ipynb #8d151ced
 @patch
 def _advance(self: DecodeEngine, row: GenRow, tok: int) -> bool:
-    "Append `tok` to the row; True when the row has ended (EOS, a stop string, or its token limit)."
+    "Append `tok` to the row; True when the row has ended (EOS, a stop string, its token limit, or -1: failed)."
+    if tok < 0:
+        row.failed, row.ended = f'non-finite logits after {len(row.new)} generated tokens', True
+        self.counters['nonfinite'] += 1
+        return True
     row.new.append(tok)
     if tok in self.eos_ids or len(row.new) >= row.limit: row.ended = True
     elif row.stop:
@@ -347,7 +366,8 @@ def _decode(self: DecodeEngine, rows, cache, hidden, pbar):
             shared = self.columns_read_once([rows[i] for i in present])
         col, q_pos = width + step, (lens + step)[:, None]
         seen[:, col], k_pos[:, col] = True, lens + step
-        mask = layer_masks(seen[:, None, :col + 1], q_pos, k_pos[:, :col + 1], self.window, self.layer_types)
+        mask = layer_masks(seen[:, None, :col + 1], q_pos, k_pos[:, :col + 1], self.window, self.layer_types,
+                           self.mask_dtype)
         ids = torch.tensor([rows[i].new[-1] for i in present], device=dev)[:, None]
         logits = self._next_logits(self._forward(ids, q_pos, mask, cache, shared)[:, -1])
 
