@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_results.ipynb #3c13f796
 from __future__ import annotations
-import contextlib, contextvars, gzip, re, zlib
+import contextlib, contextvars, gzip, re, uuid, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -56,18 +56,35 @@ def tidy(df: pd.DataFrame, schema: ResultSchema) -> pd.DataFrame:
     df = df[list(schema.columns)].astype(schema.dtypes)
     return df.sort_values(list(schema.merge_key), kind='stable').reset_index(drop=True)
 
+# %% ../nbs/04_results.ipynb #5e0c7a31
+_CSV = dict(index=False, float_format='%.6f', lineterminator='\n')   # how pandas writes every results file
+
+def _csv_text(df: pd.DataFrame) -> str:
+    "`df` as CSV, as pandas writes it but with every field that holds a `\\r` quoted (pandas leaves a `\\r` bare)."
+    text = df.to_csv(**_CSV)
+    if '\r' not in text: return text   # the usual case: pandas' bytes as they are
+    tag, quoted, out = f'cr{uuid.uuid4().hex}', {}, df.copy()
+    while tag in text: tag = f'cr{uuid.uuid4().hex}'
+    def mark(v):   # a placeholder that pandas leaves bare, swapped below for the field quoted as csv quotes
+        if not (isinstance(v, str) and '\r' in v): return v
+        key = f'{tag}.{len(quoted)}.'
+        quoted[key] = '"' + v.replace('"', '""') + '"'
+        return key
+    for c in [c for c in df.columns if any(isinstance(v, str) and '\r' in v for v in df[c])]:
+        out[c] = df[c].astype(object).map(mark)
+    return re.sub(rf'{tag}\.\d+\.', lambda m: quoted[m[0]], out.to_csv(**_CSV))
+
 # %% ../nbs/04_results.ipynb #1210a688
 def write_results(df: pd.DataFrame, path, schema: ResultSchema) -> Path:
     "Write results as a deterministic gzip'd CSV (atomically: readers never see a partial file)."
-    text = tidy(df, schema).to_csv(index=False, float_format='%.6f', lineterminator='\n')
-    return atomic_write(path, gzip.compress(text.encode('utf-8'), mtime=0))
+    return atomic_write(path, gzip.compress(_csv_text(tidy(df, schema)).encode('utf-8'), mtime=0))
 
 # %% ../nbs/04_results.ipynb #4be1dec0
 def _read_csv(path, schema: ResultSchema) -> pd.DataFrame:
     "The file's table as stored (text columns as strings, Int64 columns as such), not yet `tidy`."
     text = [c for c in schema.text if c in schema.columns]
     dtype = {**{c: str for c in text}, **{c: t for c, t in schema.dtypes.items() if t == 'Int64'}}
-    return pd.read_csv(path, dtype=dtype, keep_default_na=False,
+    return pd.read_csv(path, dtype=dtype, keep_default_na=False, lineterminator='\n', skip_blank_lines=False,
                        na_values={c: [''] for c in schema.columns if c not in text})
 
 def read_results(path, schema: ResultSchema) -> pd.DataFrame:
