@@ -43,7 +43,8 @@ def close_choices(scores: list, # per decision, `(logprob, is_greedy)` or `LMFai
 
 # %% ../nbs/05_choices.ipynb #7a48c645
 def unique_best(values: Sequence[float]) -> int|None:
-    "Index of the largest of `values`; None when several share it (a tie decides nothing)."
+    "Index of the largest of `values`; None when several share it or one is NaN (neither decides anything)."
+    if any(v != v for v in values): return None   # NaN: no option may win by its position
     top = max(values)
     return None if sum(v == top for v in values) > 1 else list(values).index(top)
 
@@ -58,12 +59,13 @@ def score_choices(lm: LM, # any backend, ideally a `CachedLM`
                   choices: Sequence[Sequence[LoglikelihoodRequest]], # per decision, its alternatives
                   recheck_margin: float|None=None, # nats; None: `lm.recheck_margin` (0 for exact backends)
                   progress: bool|None=None) -> ChoiceScores: # progress bar of the backend's calls
-    "Score every decision's alternatives; re-score the close ones with `lm.exact()`."
-    margin = lm.recheck_margin if recheck_margin is None else recheck_margin
+    "Score every decision's alternatives; then re-score the close ones with `lm.exact()`, in a second pass."
     first = distinct_scores(lm, [r for rs in choices for r in rs], progress)
     before = [[first[r] for r in rs] for rs in choices]
-    close, exact = close_choices(before, margin), lm.exact()
-    if close and exact is None:
+    margin = lm.recheck_margin if recheck_margin is None else recheck_margin   # after the pass: it may calibrate
+    close = close_choices(before, margin)
+    exact = lm.exact() if close else lm   # loaded only when a decision needs it
+    if exact is None:
         raise ValueError(f'{lm!r} has no exact counterpart to re-check close decisions with: pass recheck_margin=0')
     if exact is lm: close = []
     after = list(before)
@@ -72,4 +74,6 @@ def score_choices(lm: LM, # any backend, ideally a `CachedLM`
         for i in close: after[i] = [fixed[r] for r in choices[i]]
         log.info(f're-scored {len(close):,} of {len(choices):,} decisions closer than {margin:g} nats '
                  f'with {exact.identity()}')
+    lm.counters['decisions'] += len(choices)
+    lm.counters['rechecked'] += len(close)
     return ChoiceScores(after, before, close)

@@ -15,10 +15,10 @@ from .systems import load_systems, in_system_order
 from .systems import builtin_systems as builtin_systems   # re-exported: the layering test reads it here
 from .regenerate import AnalysisFailed, regenerate
 from .errors import USER_ERRORS, user_message, error_line
+from .lm_hf import HF_DTYPES
 
 # %% auto #0
-__all__ = ['HF_CLI_DTYPES', 'setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model',
-           'main']
+__all__ = ['setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'main']
 
 # %% ../nbs/90_cli.ipynb #cde8f0f0
 def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
@@ -30,10 +30,11 @@ def setup_resources(models: bool=True): # also convert the local language models
 
 # %% ../nbs/90_cli.ipynb #86b0e2b3
 def print_report(report) -> int:
-    "Print a doctor report; return the number of missing resources."
+    "Print a doctor report; return the number of missing resources (an optional one absent is not missing)."
     print(report.to_markdown(index=False))
-    missing = report[report.status != 'found']
+    missing = report[~report.status.isin(['found', 'optional'])]
     for _, r in missing.iterrows(): print(f'\nMISSING {r.resource}: fix with `{r.fix}`')
+    for _, r in report[report.status == 'optional'].iterrows(): print(f'\nOPTIONAL {r.resource}: {r.fix}')
     return len(missing)
 
 # %% ../nbs/90_cli.ipynb #ff2b01c1
@@ -70,19 +71,12 @@ def add_option(parser: argparse.ArgumentParser, name: str, opt: Option,
     parser.add_argument('--' + name.replace('_', '-'), dest=name, type=opt.type, nargs=opt.nargs,
                         default=opt.default if apply_default else None, help=opt.help + default)
 
-# %% ../nbs/90_cli.ipynb #84200afb
-HF_CLI_DTYPES = {'float32': {}, 'bfloat16': {'dtype': 'bfloat16-weights', 'recheck_margin': 1.0},
-                 'float16': {'dtype': 'float16'}, 'bfloat16-autocast': {'dtype': 'bfloat16'},
-                 'bfloat16-weights': {}}  # `--dtype` -> the `hf` backend's options (others take it as it is)
-
 # %% ../nbs/90_cli.ipynb #bb715d91
 def _lm_options(a) -> dict:
-    "Backend options given on the command line (`--dtype` spelt for the `hf` backend by `HF_CLI_DTYPES`)."
+    "Backend options given on the command line (`--dtype` means what the backend's `dtype` means: one vocabulary)."
     kw = parse_key_values(a.backend_arg)
     for k in ('dtype', 'batch_size', 'base_url', 'device'):
         if getattr(a, k, None) is not None: kw[k] = getattr(a, k)
-    if getattr(a, 'backend', None) == 'hf' and kw.get('dtype') in HF_CLI_DTYPES:
-        kw.update(HF_CLI_DTYPES[kw['dtype']])
     return kw
 
 # %% ../nbs/90_cli.ipynb #0278ddd6
@@ -99,9 +93,9 @@ def _backend_arguments(p: argparse.ArgumentParser):
     p.add_argument('--backend', default='hf',
                    help='hf, hf-mlm, openai, dummy, ... (openai: set --base-url; key from OPENAI_API_KEY)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
-    p.add_argument('--dtype', default=None, choices=list(HF_CLI_DTYPES),
+    p.add_argument('--dtype', default=None, choices=list(HF_DTYPES),
                    help='weights in this dtype (default float32); hf: bfloat16 and float16 re-check close decisions '
-                        'in fp32 on the same device; bfloat16-autocast = fp32 weights, bf16 matmuls')
+                        'in fp32 in a second pass; bfloat16-autocast = fp32 weights, bf16 matmuls')
     p.add_argument('--device', default=None, help='hf: cpu (default), cuda, cuda:N, or auto (every GPU there is)')
     p.add_argument('--batch-size', type=_batch_size, default=None,
                    help='sequences per forward pass (hf, hf-mlm, dummy); hf: auto = from free GPU memory')
@@ -135,7 +129,8 @@ def _task_parser(tasks, name: str, task):
     t.add_argument('--seeds', nargs='+', type=int, default=None,
                    help=f"seeds (default: {' '.join(map(str, task.default_seeds))})")
     t.add_argument('--recheck-margin', type=float, default=None,
-                   help="re-score decisions closer than this (nats) in fp32 (default: the backend's; 0: off)")
+                   help="re-score decisions closer than this (nats) in fp32 (default: the backend's, for hf "
+                        "bfloat16 and float16 measured per model; 0: off)")
     t.add_argument('--out', default=None, help='results folder (default data/results/)')
     t.add_argument('--no-cache', action='store_true', help='do not read or write the response cache')
     t.add_argument('--cache', default=None, metavar='PATH', help='the response cache: a SQLite file or a folder '
@@ -399,6 +394,29 @@ def _migrate(a) -> int:
         print(f"{path}: {identity} ({'added' if added else 'already there'})")
     return 0
 
+# %% ../nbs/90_cli.ipynb #a42f0e01
+def _fetch_parser(sub):
+    "`wordbench fetch [--only PATH ...] [--to DIR] [--mirror BASE] [--retries N]`."
+    f = sub.add_parser('fetch', help='download the raw inputs (data/sources.csv) from their public sources, checked')
+    f.set_defaults(func=_fetch)
+    f.add_argument('--only', nargs='+', default=None, metavar='PATH', help='only these files or folders')
+    f.add_argument('--to', default=None, metavar='DIR',
+                   help='into this folder (default: the raw data folder, WORDBENCH_DATA or ../shared/data)')
+    f.add_argument('--mirror', default=None, metavar='BASE',
+                   help='fetch https://HOST/REST from BASE/HOST/REST (an http or file address, or a folder)')
+    f.add_argument('--retries', type=int, default=5, help='tries per file on transient errors (default 5)')
+
+def _fetch(a) -> int:
+    "`wordbench fetch ...`: a line per failed file, then a summary; exit 1 when any file failed."
+    from wordbench.core import raw_root
+    from wordbench.fetch import fetch
+    to = a.to or raw_root()
+    out = fetch(to, a.only, a.mirror, retries=a.retries)
+    for line in out['failed']: print(f'wordbench: error: {line}', file=sys.stderr)
+    print(f"fetch: {len(out['downloaded'])} downloaded, {len(out['present'])} already present, "
+          f"{len(out['skipped'])} skipped, {len(out['failed'])} failed, in {to}")
+    return 1 if out['failed'] else 0
+
 # %% ../nbs/90_cli.ipynb #f654b4fe
 def _parser() -> argparse.ArgumentParser:
     "The `wordbench` argument parser, built from the registries."
@@ -426,6 +444,7 @@ def _parser() -> argparse.ArgumentParser:
     _verify_parser(sub)
     _check_server_parser(sub)
     _migrate_parser(sub)
+    _fetch_parser(sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #4f8a9827

@@ -10,8 +10,9 @@ from .lm import TopK, TopKRequest
 
 # %% auto #0
 __all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'window_suffix', 'resolve_device',
-           'weights_hash', 'pad', 'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
+           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix',
+           'resolve_device', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'word_initial_ids',
+           'marks_word_start', 'topk_from_logprobs']
 
 # %% ../nbs/03c0_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -85,7 +86,7 @@ def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inpu
 
 # %% ../nbs/03c0_hf_common.ipynb #7661cf85
 def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `backend`, `name`, `model`, `dtype`
-    ("`<backend>:<model identity>[@<hub commit>]:<dtype>[:<device kind>][:len=<window>]`, once per model; "
+    ("`<backend>:<model identity>[@<hub commit>]:<dtype>[:<device kind>][:len=<window>][:<kernel parts>]`, once; "
      "for a model object a hash of its weights.")
     if '_identity' not in lm.__dict__:
         if lm.name is not None:
@@ -96,7 +97,7 @@ def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `bac
         else:
             name = getattr(lm.model.config, '_name_or_path', '') or type(lm.model).__name__
             ident = f"{name}@{weights_hash(lm.model)}"
-        suffix = identity_suffix(lm.dtype, getattr(lm, "device", None)) + window_suffix(lm)
+        suffix = identity_suffix(lm.dtype, getattr(lm, "device", None)) + window_suffix(lm) + kernel_suffix(lm)
         lm._identity = f'{lm.backend}:{ident}:{suffix}'
     return lm._identity
 
@@ -107,6 +108,22 @@ def identity_suffix(dtype: str, # the backend's precision as the identity spells
     kind = None if device is None else getattr(device, 'type', str(device).split(':')[0])
     return dtype if kind in (None, 'cpu') else f'{dtype}:{kind}'
 
+
+# %% ../nbs/03c0_hf_common.ipynb #403e8a38
+def kernel_suffix(lm) -> str: # a backend with `model` and `dtype` (and the `hf` backend's `recheck_policy`)
+    "`:attn=<impl>` unless SDPA, `:quant=<method>@<hash>` if quantized, `:recheck=<margin|auto>` off float32."
+    import json
+    cfg = lm.model.config
+    impl = getattr(cfg, '_attn_implementation', None)
+    parts = [f'attn={impl}'] if impl not in (None, 'sdpa') else []
+    quant = getattr(cfg, 'quantization_config', None)
+    if quant is not None:
+        q = quant if isinstance(quant, dict) else quant.to_dict()
+        digest = hashlib.sha256(json.dumps(q, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        parts.append(f"quant={q.get('quant_method', 'unknown')}@{digest}")
+    policy = getattr(lm, 'recheck_policy', 0)
+    if lm.dtype != 'float32' and policy: parts.append(f"recheck={policy if isinstance(policy, str) else f'{policy:g}'}")
+    return ''.join(f':{x}' for x in parts)
 
 # %% ../nbs/03c0_hf_common.ipynb #9ac824ed
 def window_suffix(lm) -> str: # a backend with `max_length` (the window it truncates inputs to) and `model`
@@ -128,6 +145,15 @@ def resolve_device(device: str='cpu', # cpu, cuda, cuda:N, or auto (every GPU th
     gpus = torch.cuda.device_count() if gpus is None else gpus
     return ('cpu', None) if gpus == 0 else ('cuda', None) if gpus == 1 else ('cuda', 'auto')
 
+
+# %% ../nbs/03c0_hf_common.ipynb #24f717eb
+def fixed_batch_and_device(backend: str, # the backend's registered name, for the message
+                           batch_size, device): # as given
+    "Refuse `auto` (or anything but a positive number) as `batch_size` and `auto` as `device`, in one line."
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f'{backend} takes a positive number as batch_size, not {batch_size!r} (auto: hf only)')
+    if str(device).partition(':')[0] not in ('cpu', 'cuda'):
+        raise ValueError(f'{backend} takes one device (cpu, cuda or cuda:N), not {device!r} (auto: hf only)')
 
 # %% ../nbs/03c0_hf_common.ipynb #32b56b59
 def weights_hash(model, n: int=16) -> str:

@@ -4,22 +4,23 @@
 
 # %% ../nbs/03c3_lm_hf.ipynb #e5c64bf7
 from __future__ import annotations
-import sys, copy, logging
+import sys, copy, math, json, logging
 from dataclasses import dataclass
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, GenerateRequest, Generation, register_backend
+from .lm import LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix, transformers_identity,
                                  pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import packing_available, with_packed_weights, with_attention, register_prefix_attention
 from .hf_generate import DecodeEngine, DecodeLimits
+from .core import cache_dir, atomic_write, file_lock
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'HF_DTYPES', 'BF16_RECHECK_MARGIN', 'WEIGHTS_RECHECK_MARGIN', 'RECHECK_MARGINS', 'MASK_ATTENTION',
-           'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'HFCausalLM', 'auto_batch_rows', 'pack_group', 'tree_mask',
-           'generate_alone']
+__all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'BF16_RECHECK_MARGIN', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES',
+           'MASK_ATTENTION', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM',
+           'auto_batch_rows', 'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
 
 # %% ../nbs/03c3_lm_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -27,7 +28,7 @@ class HFCausalLM(LM):
     "Causal LMs through transformers, with lm-eval-exact tokenisation and shared-prefix batching."
     def __init__(self, model, # short name, HF id, local folder, or a loaded `PreTrainedModel`
                  tokenizer=None, # the tokenizer (required with a model object)
-                 dtype: str='float32', # a key of `HF_DTYPES`; float16 and bfloat16-weights for names only
+                 dtype: str='float32', # a key of `HF_DTYPES`; bfloat16 and float16 weights for names only
                  batch_size: int|str=16, # sequences per forward pass; auto: from free GPU memory (16 on the CPU)
                  device: str='cpu', # cpu, cuda, cuda:N or auto (`resolve_device`); names only
                  max_length: int|None=None, # window; default from the model config
@@ -36,18 +37,20 @@ class HFCausalLM(LM):
                  generate_cache_mib: float=1024, # `generate`: key/value cache of one decoding batch, MiB at most
                  packed_weights: bool|None=None, # `generate`: oneDNN-packed weights (None: for fp32 on the CPU)
                  prefix_attention: bool|None=None, # `generate`: rows' shared prefix read once (None: on the CPU)
-                 recheck_margin: float|None=None, # nats: closer decisions re-checked in fp32 (None: `RECHECK_MARGINS`)
-                 device_map: str|dict|None=None): # transformers' `device_map` for a name, e.g. auto (several GPUs)
+                 recheck_margin: float|str|None=None, # nats, or auto (calibrated); None: `RECHECK_MARGINS`
+                 device_map: str|dict|None=None, # transformers' `device_map` for a name, e.g. auto (several GPUs)
+                 attn_implementation: str|None=None): # for a name: eager, sdpa, ... (None: transformers' choice)
         if dtype not in HF_DTYPES: raise ValueError(f"dtype must be one of {', '.join(HF_DTYPES)}, got {dtype!r}")
-        self.name, self.autocast = (model if isinstance(model, str) else None), dtype == 'bfloat16'
-        self.load_options = dict(device=device, device_map=device_map, max_length=max_length, batch_size=batch_size)
-        if self.name is not None: model, tokenizer = _load_causal(model, HF_DTYPES[dtype], device, device_map)
+        self.name, self.mode, self.autocast = (model if isinstance(model, str) else None), dtype, dtype in AUTOCAST
+        self.load_options = dict(device=device, device_map=device_map, max_length=max_length, batch_size=batch_size,
+                                 attn_implementation=attn_implementation)
+        if self.name is not None: model, tokenizer = _load_causal(self.name, HF_DTYPES[dtype], **self.load_options)
         self.model, self.tokenizer, self.progress = model.eval(), tokenizer, progress
         weights = str(next(model.parameters()).dtype).replace('torch.', '')
         if self.autocast and weights != 'float32':
-            raise ValueError(f"dtype='bfloat16' autocasts an fp32 model; this one is {weights}")
+            raise ValueError(f"dtype='bfloat16-autocast' autocasts an fp32 model; this one is {weights}")
         self.dtype = 'bfloat16-autocast' if self.autocast else weights  # the identity's precision part
-        self.recheck_margin = RECHECK_MARGINS.get(dtype, 0.0) if recheck_margin is None else recheck_margin
+        self.recheck_policy = RECHECK_MARGINS.get(dtype, 0.0) if recheck_margin is None else recheck_margin
         self.generate_batch_size, self.generate_cache_mib = generate_batch_size, generate_cache_mib
         self.packed_weights, self.prefix_attention = packed_weights, prefix_attention
         self._init_parts(max_length)
@@ -68,6 +71,7 @@ class HFCausalLM(LM):
         if impl not in MASK_ATTENTION:
             raise ValueError(f"attention implementation {impl!r} cannot take the 4-D masks that packed scoring and "
                              "generation pass: load the model with attn_implementation='sdpa' (or 'eager')")
+        _warn_overflow(cfg, self.dtype, self.name or type(self.model).__name__)
         import torch
         emulated = self.device.type == 'cpu' and 'AVX512' not in torch.backends.cpu.get_cpu_capability()
         if self.dtype.startswith('bfloat16') and emulated:
@@ -105,17 +109,35 @@ class HFCausalLM(LM):
         return torch.log_softmax(logits, dim=-1)
 
 # %% ../nbs/03c3_lm_hf.ipynb #f8f4184c
-HF_DTYPES = {'float32': 'float32', 'bfloat16': 'float32', 'bfloat16-weights': 'bfloat16',
-             'float16': 'float16'}  # dtype mode -> weights dtype (bfloat16: autocast over fp32 weights)
+HF_DTYPES = {'float32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16',
+             'bfloat16-autocast': 'float32'}  # dtype (library and CLI alike) -> weights dtype
+
+# %% ../nbs/03c3_lm_hf.ipynb #8bec30ee
+AUTOCAST = ('bfloat16-autocast',)  # dtypes that keep fp32 weights and run the decoder body under bf16 autocast
 
 # %% ../nbs/03c3_lm_hf.ipynb #0cdfc4ab
 BF16_RECHECK_MARGIN = 0.3  # nats: bf16 autocast moved held-out Winograd margins by at most 0.26 (analysis/lm_benchmark)
 
 # %% ../nbs/03c3_lm_hf.ipynb #de911123
-WEIGHTS_RECHECK_MARGIN = 1.0  # nats: bf16 weights moved scores by up to 0.66, flipped margins up to 0.28 (H200)
+RECHECK_FLOOR = 0.05  # nats: the smallest calibrated re-check margin (`calibrated_margin`)
 
 # %% ../nbs/03c3_lm_hf.ipynb #ad35d5a9
-RECHECK_MARGINS = {'bfloat16': BF16_RECHECK_MARGIN, 'float16': WEIGHTS_RECHECK_MARGIN}  # dtype mode -> default margin
+RECHECK_MARGINS = {'bfloat16-autocast': BF16_RECHECK_MARGIN, 'bfloat16': 'auto', 'float16': 'auto'}  # dtype -> default
+
+# %% ../nbs/03c3_lm_hf.ipynb #7e1614d8
+OVERFLOW_FAMILIES = ('gemma',)  # model types (prefixes) whose activations are known to overflow float16
+
+# %% ../nbs/03c3_lm_hf.ipynb #07587874
+_WARNED = set()
+
+def _warn_overflow(cfg, # the text config (its `model_type`)
+                   dtype: str, name: str): # the weights' dtype; how the warning names the model
+    "Warn once per model (one line) that float16 overflows a family known for it."
+    kind = getattr(cfg, 'model_type', '') or ''
+    if dtype != 'float16' or not kind.startswith(OVERFLOW_FAMILIES) or name in _WARNED: return
+    _WARNED.add(name)
+    log.warning(f'{name}: {kind} activations are known to overflow float16; non-finite scores are recomputed in '
+                'float32 (or fail), so prefer --dtype bfloat16')
 
 # %% ../nbs/03c3_lm_hf.ipynb #6782337b
 MASK_ATTENTION = ('sdpa', 'eager', None)  # attention implementations that take custom 4-D (and per-layer) masks
@@ -124,15 +146,12 @@ MASK_ATTENTION = ('sdpa', 'eager', None)  # attention implementations that take 
 LOGIT_CHUNK = 2**28  # log-probabilities (target positions x vocabulary) computed at once: 1 GiB in float32
 
 # %% ../nbs/03c3_lm_hf.ipynb #19957718
-def _load_causal(name, dtype, device='cpu', device_map=None):
+def _load_causal(name, dtype, device='cpu', device_map=None, attn_implementation=None, **_):
     "`(model, tokenizer)`: `load_causal_lm` onto one device, or spread by a `device_map` (`resolve_device`'s for auto)."
-    from wordbench.resources import load_causal_lm, model_path, torch_dtype
+    from wordbench.resources import load_causal_lm
     device, auto_map = resolve_device(device)
-    if (device_map or auto_map) is None: return load_causal_lm(name, dtype=dtype, device=device)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    path = model_path(name)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), device_map=device_map or auto_map)
-    return model.eval(), AutoTokenizer.from_pretrained(path)
+    return load_causal_lm(name, dtype=dtype, device=device, device_map=device_map or auto_map,
+                          attn_implementation=attn_implementation)
 
 # %% ../nbs/03c3_lm_hf.ipynb #bdc54de1
 GPU_MEMORY_FRACTION = 0.4  # of the memory free after loading: a forward pass's activations, or generation's cache
@@ -140,23 +159,26 @@ GPU_MEMORY_FRACTION = 0.4  # of the memory free after loading: a forward pass's 
 # %% ../nbs/03c3_lm_hf.ipynb #7012da3b
 def auto_batch_rows(free_bytes: int, # device memory free for activations
                     width: int, # tokens per row
-                    cfg, # the text config: hidden_size, intermediate_size, num_attention_heads
+                    cfg, # the text config: hidden_size, num_attention_heads, and the MLP width if it has one
                     itemsize: int, # bytes per activation (2 for bf16 and fp16, 4 for fp32)
                     fraction: float=GPU_MEMORY_FRACTION) -> int:
     "Rows of `width` tokens whose activations (and fp32 attention scores, 4-D mask) fit in `fraction` of `free_bytes`."
-    per_token = itemsize * (4 * cfg.hidden_size + 2 * cfg.intermediate_size)
+    mlp = next((v for k in ('intermediate_size', 'n_inner', 'ffn_dim', 'ffn_hidden_size')
+                if (v := getattr(cfg, k, None))), 4 * cfg.hidden_size)   # GPT-2, OPT, Falcon name it otherwise
+    per_token = itemsize * (4 * cfg.hidden_size + 2 * mlp)
     row = width * per_token + width * width * (itemsize + 4 * cfg.num_attention_heads)
     return max(1, min(1024, int(free_bytes * fraction // row)))
 
 # %% ../nbs/03c3_lm_hf.ipynb #7549b7b8
 @patch
 def _init_batching(self: HFCausalLM, batch_size):
-    "Rows per pass: a number, or `auto` (16 on the CPU; per width from free memory on a GPU, generation's too)."
+    "Rows per pass: a number, or `auto` (16 on the CPU; per width from the free memory of every GPU it spans)."
     import torch
     self.batch_cap, self.free_bytes, self.logit_chunk = None, None, LOGIT_CHUNK   # batch_cap: after an OOM
     self.batch_size = 16 if batch_size == 'auto' and self.device.type != 'cuda' else batch_size
     if self.batch_size != 'auto': return
-    self.free_bytes = torch.cuda.mem_get_info(self.device)[0]
+    gpus = {p.device for p in self.model.parameters() if p.device.type == 'cuda'} or {self.device}
+    self.free_bytes = min(torch.cuda.mem_get_info(d)[0] for d in gpus)   # the fullest device bounds a pass
     self.generate_batch_size = max(self.generate_batch_size, 256)
     self.generate_cache_mib = self.free_bytes * GPU_MEMORY_FRACTION / 2**20
 
@@ -186,6 +208,28 @@ def _in_batches(self: HFCausalLM, items, # longest first
             if torch.cuda.is_available(): torch.cuda.empty_cache()
             continue
         i += n
+
+# %% ../nbs/03c3_lm_hf.ipynb #315cd4e6
+@patch
+def _release(self: HFCausalLM):
+    "Free this backend's weights; a named model loads them again when it is next used (`_ensure_loaded`)."
+    import gc, torch
+    if self.model is None: return
+    self.model = self.decoder = self.lm_head = None
+    self.__dict__.pop('_engine', None)
+    gc.collect()
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
+
+# %% ../nbs/03c3_lm_hf.ipynb #845a5ecf
+@patch
+def _ensure_loaded(self: HFCausalLM):
+    "The weights in memory: after `_release`, loaded again once the twin's (other precision's) are freed."
+    if self.model is not None: return
+    twin = self.__dict__.get('_twin')
+    if twin is not None: twin._release()
+    self.model = _load_causal(self.name, HF_DTYPES[self.mode], **self.load_options)[0].eval()
+    self.decoder, self.lm_head = self.model.get_decoder(), self.model.get_output_embeddings()
+    self.counters['weights_reloaded'] += 1
 
 # %% ../nbs/03c3_lm_hf.ipynb #ae624439
 def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
@@ -293,6 +337,7 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
     "`(sum of continuation log-probs, every continuation token is the argmax)` per request."
     import torch
     from tqdm.auto import tqdm
+    self._ensure_loaded()
     rows, index = self._rows(requests)
     groups = group_by_prefix([r.x for r in rows], [self._shareable(r) for r in rows])
     results = [None] * len(rows)
@@ -303,23 +348,44 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
         self._run_plain(rows, [i for p, ms in groups if p == 0 for i in ms], results, pbar)
     self.counters['requests'] += len(requests)
     self.counters['tokens_input'] += sum(len(r.x) for r in rows)
-    return [results[i] for i in index]
+    return self._finite(requests, [results[i] for i in index], 'loglikelihood', lambda r: math.isfinite(r[0]))
+
+# %% ../nbs/03c3_lm_hf.ipynb #d0d16d82
+@patch
+def _finite(self: HFCausalLM, requests, results, # a call's requests and its results
+            method: str, # the `LM` method that made them: loglikelihood, topk or generate
+            ok) -> list: # result -> whether it is finite (a usable result)
+    "`results`, each non-finite one recomputed in float32 by `exact()`, else an `LMFailure` naming why."
+    bad = [i for i, r in enumerate(results) if not ok(r)]
+    if not bad: return results
+    self.counters['nonfinite'] += len(bad)
+    fp32, out = (self.exact() if self.dtype != 'float32' else None), list(results)
+    if fp32 is None:
+        why = f'non-finite {method} result in {self.dtype}' + ('' if self.dtype == 'float32' else ' (no float32 copy)')
+        for i in bad: out[i] = out[i] if isinstance(out[i], LMFailure) else LMFailure(why)
+        return out
+    for i, r in zip(bad, getattr(fp32, method)([requests[i] for i in bad])): out[i] = r
+    self.counters['nonfinite_rechecked'] += len(bad)
+    return out
 
 # %% ../nbs/03c3_lm_hf.ipynb #f69de7df
 @patch
 def exact(self: HFCausalLM) -> HFCausalLM|None:
-    "`self` in fp32; an fp32 copy of a bf16-autocast one (same model object) or of a re-checked name; else None."
+    "`self` in fp32; its fp32 counterpart (autocast: same model object; low-precision name: loaded after freeing)."
     if self.dtype == 'float32': return self
-    if not self.autocast and (self.name is None or self.recheck_margin <= 0): return None
-    if '_exact' not in self.__dict__ and self.autocast:
+    if '_exact' in self.__dict__: return self._exact
+    if self.autocast:
         fp32 = copy.copy(self)
         for k in ('_identity', '_counters', '_exact', '_engine'): fp32.__dict__.pop(k, None)
-        fp32.autocast, fp32.dtype, fp32.recheck_margin = False, 'float32', 0.0
+        fp32.autocast, fp32.dtype, fp32.mode, fp32.recheck_policy = False, 'float32', 'float32', 0.0
         self._exact = fp32
-    if '_exact' not in self.__dict__:   # low-precision weights: the name again, in fp32 on the same devices
-        log.info(f'{self.name} in {self.dtype}: decisions closer than {self.recheck_margin:g} nats are re-checked '
-                 f'in float32 on {self.device}')
+    elif self.name is None: return None   # a model object in low precision: nothing to load in fp32
+    else:
+        self.identity()   # named while its weights are here
+        log.info(f'{self.name} in {self.dtype}: re-checking in float32 on {self.device} (this copy freed first)')
+        self._release()
         self._exact = HFCausalLM(self.name, progress=self.progress, **self.load_options)
+        self._exact._twin, self._twin = self, self._exact
     return self._exact
 
 # %% ../nbs/03c3_lm_hf.ipynb #132fd90a
@@ -331,27 +397,72 @@ def count_tokens(self: HFCausalLM, text: str, context: str='') -> int:
 
 HFCausalLM.supports_chat = property(lambda self: bool(getattr(self.tokenizer, 'chat_template', None)))
 
+# %% ../nbs/03c3_lm_hf.ipynb #16fcc17b
+CALIBRATION_SAFETY = 2.0  # the calibrated margin is this many times the largest shift measured
+
+# %% ../nbs/03c3_lm_hf.ipynb #d7c40fb7
+def calibration_choices() -> list[tuple]:
+    "Two-choice decisions (24 pairs of `LoglikelihoodRequest`s) that measure how far a precision moves margins."
+    frames = [('The {a} would not fit in the {b} because the', ' {a} was too big.', ' {b} was too big.'),
+              ('I put the {a} next to the {b}, and then I picked up the', ' {a}.', ' {b}.'),
+              ('Yesterday she bought a {a}; today she wants a', ' {b}.', ' {a} again.'),
+              ('Which is heavier, a {a} or a {b}? The answer is the', ' {a}.', ' {b}.'),
+              ('My brother keeps a {a} in his garage and a {b} in his', ' kitchen.', ' garden.'),
+              ('Q: Name something like a {a}.\nA:', ' a {b}', ' a stone')]
+    pairs = [('lamp', 'table'), ('bicycle', 'ladder'), ('kettle', 'blanket'), ('violin', 'suitcase')]
+    return [tuple(LoglikelihoodRequest(c.format(a=a, b=b), o.format(a=a, b=b)) for o in opts)
+            for c, *opts in frames for a, b in pairs]
+
+# %% ../nbs/03c3_lm_hf.ipynb #09c611dd
+@patch
+def calibrated_margin(self: HFCausalLM) -> float:
+    "The re-check margin of this model and precision: measured on `calibration_choices` once, stored by identity."
+    path, key = cache_dir()/'recheck_margins.json', self.identity()
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    if key in stored: return stored[key]
+    pairs = calibration_choices()
+    flat = [r for pair in pairs for r in pair]
+    low, high = self.loglikelihood(flat), self.exact().loglikelihood(flat)
+    gap = lambda res, i: res[2 * i][0] - res[2 * i + 1][0]
+    ok = [i for i in range(len(pairs)) if not any(isinstance(x, LMFailure) for x in low[2 * i:2 * i + 2])]
+    margin = max(RECHECK_FLOOR, round(CALIBRATION_SAFETY * max(abs(gap(low, i) - gap(high, i)) for i in ok), 3))
+    with file_lock(path):
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        atomic_write(path, json.dumps({**stored, key: margin}, indent=1, sort_keys=True) + '\n')
+    return margin
+
+# %% ../nbs/03c3_lm_hf.ipynb #68619dfb
+@patch(as_prop=True)
+def recheck_margin(self: HFCausalLM) -> float:
+    "Nats: `score_choices` re-scores closer decisions with `exact()` (`auto`: `calibrated_margin`)."
+    return self.calibrated_margin() if self.recheck_policy == 'auto' else float(self.recheck_policy)
+
 # %% ../nbs/03c3_lm_hf.ipynb #bb805c36
 @patch
 def topk(self: HFCausalLM, requests, progress: bool|None=None):
     "Per request, a `TopK`: `k` pairs `(word, logprob)` for the next token, most likely first, and the targets."
     import torch
+    self._ensure_loaded()
     ids = [encode_text(self.tokenizer, r.context)[-self.max_length:] if r.context else [prefix_token_id(self.tokenizer)]
            for r in requests]
     out = [None] * len(requests)
     def run(batch):
         hidden = self._hidden(pad([ids[i] for i in batch], len(ids[batch[0]]), self.pad_id).to(self.device))
         lp = self._logprobs(hidden[torch.arange(len(batch)), torch.tensor([len(ids[i]) - 1 for i in batch])])
-        for row, i in zip(lp, batch): out[i] = topk_from_logprobs(row, self.tokenizer, requests[i], ' ')
+        finite = (~(lp.isnan() | lp.isposinf()).any(-1)).tolist()   # one check per pass
+        for row, i, fine in zip(lp, batch, finite):
+            out[i] = topk_from_logprobs(row, self.tokenizer, requests[i], ' ') if fine else LMFailure(
+                f'non-finite topk result in {self.dtype}')
     with torch.inference_mode():
         self._in_batches(sorted(range(len(ids)), key=lambda i: -len(ids[i])), lambda i: len(ids[i]), run)
     self.counters['topk'] += len(requests)
-    return out
+    return self._finite(requests, out, 'topk', lambda r: not isinstance(r, LMFailure))
 
 # %% ../nbs/03c3_lm_hf.ipynb #f99cb57c
 @patch(as_prop=True)
 def engine(self: HFCausalLM) -> DecodeEngine:
     "The decoding engine `generate` runs (built once): the model's layers, or copies with packed weights and attention."
+    self._ensure_loaded()
     if '_engine' not in self.__dict__:
         import torch
         decoder, head = self.decoder, self.lm_head
@@ -368,7 +479,8 @@ def engine(self: HFCausalLM) -> DecodeEngine:
 @patch
 def generate(self: HFCausalLM, requests: Sequence[GenerateRequest], progress: bool|None=None) -> list[Generation]:
     "A `Generation` per request, from the decoding engine: greedy at temperature 0, else seeded sampling."
-    return self.engine.generate(requests, progress if progress is not None else self.progress)
+    out = self.engine.generate(requests, progress if progress is not None else self.progress)
+    return self._finite(requests, out, 'generate', lambda r: not isinstance(r, LMFailure))
 
 # %% ../nbs/03c3_lm_hf.ipynb #226ecb2a
 def generate_alone(lm: HFCausalLM, # an `hf` backend (its model, tokenizer and prompt formatting)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend
 from .hf_common import (transformers_identity, move_trailing_space, pad, chunks, topk_from_logprobs,
-                                 marks_word_start)
+                                 marks_word_start, fixed_batch_and_device)
 
 
 # %% auto #0
@@ -31,6 +31,7 @@ class HFMaskedLM(LM):
                  dtype: str='float32', batch_size: int=32, device: str='cpu'):
         from transformers import AutoModelForMaskedLM, AutoTokenizer
         from wordbench.resources import torch_dtype
+        fixed_batch_and_device('hf-mlm', batch_size, device)
         self.name = model if isinstance(model, str) else None
         if self.name is not None:
             tokenizer = AutoTokenizer.from_pretrained(model)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastcore.basics import patch
 from .lm import LM, register_backend
 from .hf_common import (transformers_identity, pad, chunks, topk_from_logprobs, word_initial_ids,
-                                 marks_word_start)
+                                 marks_word_start, fixed_batch_and_device)
 from .lm_mlm import fill_mask_placeholder
 
 # %% auto #0
@@ -26,6 +26,7 @@ class HFSeq2SeqLM(LM):
                  sentinel: str=SENTINEL): # the span token the `[MASK]` placeholder becomes
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
         from wordbench.resources import torch_dtype
+        fixed_batch_and_device('hf-t5', batch_size, device)
         self.name = model if isinstance(model, str) else None
         if self.name is not None:
             tokenizer = AutoTokenizer.from_pretrained(model)

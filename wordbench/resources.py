@@ -12,9 +12,10 @@ from .core import cache_dir, file_sha256
 
 # %% auto #0
 __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPACY_FIX', 'LOCAL_MODELS', 'EMBEDDING_FIX',
-           'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text', 'nltk_data_dir', 'install_wordnet',
-           'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel', 'torch_dtype', 'materialise_local_model',
-           'ModelNotFound', 'model_path', 'load_causal_lm', 'model_identity', 'embedding_model', 'doctor']
+           'RAW_DATA_FETCH', 'PAPERS_OPTIONAL', 'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text',
+           'nltk_data_dir', 'install_wordnet', 'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel',
+           'torch_dtype', 'materialise_local_model', 'ModelNotFound', 'model_path', 'load_causal_lm', 'stored_sha256',
+           'model_identity', 'embedding_model', 'doctor']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
 class ResourceMissing(RuntimeError):
@@ -200,15 +201,33 @@ def model_path(name: str) -> Path|str:
 
 # %% ../nbs/01_resources.ipynb #a0f1ab00
 def load_causal_lm(name: str, # a short name from `LOCAL_MODELS`, a Hugging Face id or a local folder
-                   dtype='float32', # float32 or bfloat16
-                   device: str='cpu'):
-    "Load `(model, tokenizer)` for a causal LM, in eval mode."
+                   dtype='float32', # float32, bfloat16 or float16
+                   device: str='cpu', # where the weights go (straight there, never staged in host memory first)
+                   device_map: str|dict|None=None, # transformers' `device_map` instead (e.g. auto: several GPUs)
+                   attn_implementation: str|None=None): # eager, sdpa, ... (None: transformers' choice)
+    "Load `(model, tokenizer)` for a causal LM, in eval mode, its weights loaded onto their device(s) directly."
     from transformers import AutoModelForCausalLM, AutoTokenizer
     path = model_path(name)
     try: tok = AutoTokenizer.from_pretrained(path)
     except OSError as e: raise ModelNotFound(name, str(e).splitlines()[0][:160]) from None
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype)).to(device).eval()
-    return model, tok
+    where = device_map if device_map is not None else None if str(device) == 'cpu' else {'': str(device)}
+    extra = {k: v for k, v in dict(device_map=where, attn_implementation=attn_implementation).items() if v is not None}
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **extra).eval(), tok
+
+# %% ../nbs/01_resources.ipynb #f8c484a2
+def stored_sha256(path) -> str: # a file (a model's weights, say)
+    "The file's full SHA-256, computed once and kept in the cache (`digests.json`) by path, size and mtime."
+    from wordbench.core import atomic_write, file_lock
+    path, store = Path(path).resolve(), cache_dir()/'digests.json'
+    st = path.stat()
+    stamp = f'{st.st_size}:{st.st_mtime_ns}'
+    known = json.loads(store.read_text()) if store.exists() else {}
+    if known.get(str(path), {}).get('stamp') == stamp: return known[str(path)]['sha256']
+    digest = file_sha256(path, 64)
+    with file_lock(store):
+        known = json.loads(store.read_text()) if store.exists() else {}
+        atomic_write(store, json.dumps({**known, str(path): {'stamp': stamp, 'sha256': digest}}, indent=1) + '\n')
+    return digest
 
 # %% ../nbs/01_resources.ipynb #ff9179c3
 def model_identity(name: str) -> str:
@@ -220,7 +239,7 @@ def model_identity(name: str) -> str:
     if (p/'config.json').exists():
         h = hashlib.sha256()
         for f in sorted(p.glob('*.safetensors')) + sorted(p.glob('*.bin')) + [p/'config.json']:
-            h.update(file_sha256(f, 64).encode())
+            h.update(stored_sha256(f).encode())
         return f"{p.name}@{h.hexdigest()[:16]}"
     return name
 
@@ -236,11 +255,24 @@ def embedding_model():
     from sentence_transformers import SentenceTransformer
     return SentenceTransformer(str(d), device='cpu')
 
+# %% ../nbs/01_resources.ipynb #a42f0e10
+RAW_DATA_FETCH = ('run `wordbench fetch` (every raw input from its public source, checked, into {root}), '
+                  'or set WORDBENCH_DATA to a folder that holds them')
+PAPERS_OPTIONAL = ("read only by NewTerm's prompts (eval, build), the probes' generation prompts, export citations "
+                   'and the prose check; set WORDBENCH_SEEDS to the folder of the papers')
+
 # %% ../nbs/01_resources.ipynb #0d7d0414
 def _check_raw_data():
     from wordbench.core import raw_root
-    if not (raw_root()/'wsc273').is_dir(): raise FileNotFoundError(f'no wsc273/ in {raw_root()}')
-    return raw_root(), ''
+    from wordbench.fetch import read_manifest
+    root, rows = raw_root(), read_manifest()
+    if not (root/'wsc273').is_dir(): raise FileNotFoundError(f'no raw data folder at {root}')
+    return root, f"{sum((root/r['path']).is_file() for r in rows)} of {len(rows)} files of data/sources.csv"
+
+def _check_papers():
+    from wordbench.seeds import seeds_root
+    if not (papers := sorted(seeds_root().glob('*.txt'))): raise FileNotFoundError(f'no papers in {seeds_root()}')
+    return seeds_root(), f'{len(papers)} papers'
 
 def _check_wordnet():
     root = wordnet().root
@@ -264,17 +296,21 @@ def _check_local_model(m: LocalModel, convert: bool):
     note = '' if converted or convert else ' (not converted yet: wordbench setup)'
     return path, f'{m.dist} {package_version(m.dist)}{note}'
 
-def _check(name, check, fix) -> dict:
+def _check(name, check, fix, optional: bool=False) -> dict:
+    "One doctor row; an absent optional resource is 'optional', not 'missing'."
     try: (path, version), status = check(), 'found'
     except Exception as e: path, version, status = f'{type(e).__name__}: {e}'[:200], '', 'missing'
+    if optional and status == 'missing': status = 'optional'
     return dict(resource=name, status=status, version=version, path=str(path), fix='' if status == 'found' else fix)
 
 # %% ../nbs/01_resources.ipynb #9fe402bb
 def doctor(load_models: bool=False): # also convert the local LMs' GGUF files (slow on first use)
-    "One row per resource: found / missing, version, path and the command that fixes a missing one."
+    "One row per resource: found / missing (optional), version, path and the command that fixes a missing one."
     import pandas as pd
-    from wordbench.core import RAW_DATA_FIX
-    rows = [_check('raw data', _check_raw_data, RAW_DATA_FIX), _check('wordnet', _check_wordnet, WORDNET_FIX),
+    from wordbench.core import raw_root
+    rows = [_check('raw data', _check_raw_data, RAW_DATA_FETCH.format(root=raw_root())),
+            _check('papers', _check_papers, PAPERS_OPTIONAL, optional=True),
+            _check('wordnet', _check_wordnet, WORDNET_FIX),
             _check('spacy', _check_spacy, SPACY_FIX),
             _check('english-words', _check_english_words, 'pip install english-words==2.0.2'),
             _check('embeddings', _check_embeddings, EMBEDDING_FIX)]

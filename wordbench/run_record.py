@@ -141,6 +141,13 @@ def run_record(task, # the evaluated `Task`
               'transformers_version': package_versions(['transformers'])['transformers'] or ''}
     return record, sample_records(rows, requests)
 
+# %% ../nbs/04a_run_record.ipynb #a793b65f
+def _recheck(lm) -> dict: # the `LM` after `score_choices` ran (its `counters`)
+    "`{'recheck': {decisions, rechecked, share, margin}}` once decisions were scored off float32; else `{}`."
+    n, k = lm.counters['decisions'], lm.counters['rechecked']
+    if not n or getattr(lm, 'dtype', 'float32') == 'float32': return {}
+    return {'recheck': dict(decisions=n, rechecked=k, share=round(k / n, 4), margin=lm.recheck_margin)}
+
 # %% ../nbs/04a_run_record.ipynb #da7a0735
 def run_config(model: str, # the model name as evaluated
                backend: str, # its backend
@@ -149,8 +156,8 @@ def run_config(model: str, # the model name as evaluated
                lm_options: dict|None, # backend options given
                options: dict # grid and task options given
               ) -> dict:
-    ("lm-eval's `config` of a run: model, arguments, dtype, identity, batch size, device, grid and options, and "
-     "what the endpoint was probed to serve (`capabilities`, where the backend has an `endpoint`: `openai`).")
+    ("lm-eval's `config` of a run: model, arguments, dtype, identity, batch size, device, grid and options, "
+     "what the endpoint was probed to serve (`capabilities`: `openai`), and the decisions re-checked (`recheck`).")
     opts, endpoint = lm_options or {}, getattr(lm, 'endpoint', None)
     caps = endpoint.record() if endpoint is not None else None
     str_or_none = lambda v: None if v is None else str(v)
@@ -159,7 +166,7 @@ def run_config(model: str, # the model name as evaluated
                 batch_size=str_or_none(opts.get('batch_size', getattr(lm, 'batch_size', None))),
                 device=str_or_none(getattr(lm, 'device', opts.get('device'))), limit=None,
                 grid=grid, options=json.dumps({k: v for k, v in options.items() if v is not None}, default=str),
-                **({'capabilities': dict(caps)} if caps else {}))
+                **({'capabilities': dict(caps)} if caps else {}), **_recheck(lm))
 
 # %% ../nbs/04a_run_record.ipynb #1862590b
 def write_run_record(csv_path, # the results file the run wrote
