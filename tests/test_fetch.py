@@ -1,5 +1,5 @@
 "`wordbench fetch` end to end without a network: a mirror built from the raw data folder, served on 127.0.0.1."
-import hashlib, http.server, os, re, signal, subprocess, sys, threading, time
+import hashlib, http.server, re, signal, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
 from wordbench.core import raw_root

@@ -50,8 +50,9 @@ def _pairs():
     from wordbench.lm import LoglikelihoodRequest
     frames = ('The box would not fit on the shelf because the', 'After the rain the children ran to the',
               'She said that the answer to the riddle was the')
+    counting = (LoglikelihoodRequest('One, two,', ' three'), LoglikelihoodRequest('One, two,', ' four'))
     return [tuple(LoglikelihoodRequest(f, c) for c in (' box was too big.', ' shelf was too big.', ' garden.'))
-            for f in frames] + [(LoglikelihoodRequest('One, two,', ' three'), LoglikelihoodRequest('One, two,', ' four'))]
+            for f in frames] + [counting]
 
 
 def test_bf16_second_pass_one_copy(llama_dir, monkeypatch, tmp_path):

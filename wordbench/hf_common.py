@@ -122,7 +122,8 @@ def kernel_suffix(lm) -> str: # a backend with `model` and `dtype` (and the `hf`
         digest = hashlib.sha256(json.dumps(q, sort_keys=True, default=str).encode()).hexdigest()[:8]
         parts.append(f"quant={q.get('quant_method', 'unknown')}@{digest}")
     policy = getattr(lm, 'recheck_policy', 0)
-    if lm.dtype != 'float32' and policy: parts.append(f"recheck={policy if isinstance(policy, str) else f'{policy:g}'}")
+    if lm.dtype != 'float32' and policy:
+        parts.append(f"recheck={policy if isinstance(policy, str) else f'{policy:g}'}")
     return ''.join(f':{x}' for x in parts)
 
 # %% ../nbs/03c0_hf_common.ipynb #9ac824ed
