@@ -32,7 +32,9 @@ figures: setup data results exports ## the main job: build datasets, evaluate (c
 	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
 	for m in $(MODELS); do $(BIN)/wordbench report --model $$m --no-eval; done
 
-data: env                          ## datasets derived from the raw inputs (every builder the main job runs; deterministic)
+data: env                          ## datasets derived from the raw inputs (fetched first when there are none; every builder the main job runs)
+	@$(BIN)/python -c 'import sys; from wordbench.core import raw_root; sys.exit(not (raw_root()/"wsc273").is_dir())' \
+	  || $(BIN)/wordbench fetch
 	$(BIN)/wordbench doctor --strict
 	for b in $$($(BIN)/wordbench list builders --main); do echo "== build $$b"; $(BIN)/wordbench build $$b; done
 
@@ -50,7 +52,7 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile; GPU check
 	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_generation_benchmark_wscplus lm_eval_parity \
 	  openai_batching_benchmark main_job_profile \
-	  gpu_check
+	  gpu_check conformance_matrix
 
 # pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints
 # the seed, and `make test PYTEST_ARGS=--randomly-seed=N` replays that order

@@ -121,9 +121,13 @@ def test_debug_shows_the_traceback(files):
 
 
 def test_missing_papers_is_one_line(files):
-    "Prompts are read from the papers when a system loads: without them every command says so in one line."
+    "No system reads a paper when it loads; a command that needs one (NewTerm's prompts) says so in one line."
     d, env = files
-    p = wordbench('list', 'tasks', env={**env, 'WORDBENCH_SEEDS': str(d/'no-papers')})
+    env = {**env, 'WORDBENCH_SEEDS': str(d/'no-papers')}
+    assert wordbench('list', 'tasks', env=env).returncode == 0
+    p = wordbench('eval', 'newterm-coma', '--backend', 'dummy', '--model', 'm', '--sample', 1, '--out', d/'newterm',
+                  '--no-cache', env=env)
     errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
     assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-3000:]
     assert len(errors) == 1 and 'not found' in errors[0] and 'fix: set WORDBENCH_SEEDS' in errors[0], p.stderr
+    assert 'arXiv:2410.20814' in errors[0], errors[0]

@@ -9,16 +9,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import GenerateRequest, Generation, LMFailure, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP
+from .lm import (GenerateRequest, Generation, LMFailure, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK,
+                          PLAIN_CHAT_STOP)
 from .hf_common import encode_text, prefix_token_id, common_prefix_length, unique_prefix_tokens
-from .hf_kernels import slot_cache, shared_columns, PREFIX_ATTENTION
+from .hf_kernels import slot_cache, shared_columns
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'BOOLEAN_MASK_ATTENTION', 'DecodeLimits',
-           'GenRow', 'DecodeEngine', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks',
-           'sample_token']
+__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'DecodeLimits', 'GenRow', 'DecodeEngine',
+           'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
 
 # %% ../nbs/03c2_hf_generate.ipynb #32b6a104
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
@@ -28,9 +28,6 @@ PREFILL_GROUP_TOKENS = 512  # new prefix-tree tokens per prefill group (bounds t
 
 # %% ../nbs/03c2_hf_generate.ipynb #aa2d5f6e
 PREFIX_ATTENTION_MIN = 1024  # key/value columns per layer and step that reading a shared prefix once must save
-
-# %% ../nbs/03c2_hf_generate.ipynb #aaa4a9b4
-BOOLEAN_MASK_ATTENTION = ('sdpa', PREFIX_ATTENTION)  # implementations that read a boolean mask as keep/drop
 
 # %% ../nbs/03c2_hf_generate.ipynb #c10884e7
 @dataclass
@@ -82,8 +79,7 @@ class DecodeEngine:
         slides = window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
         self.window = window if slides else None   # the sliding layers' window (None: no layer slides)
         self.softcap = getattr(cfg, 'final_logit_softcapping', None)
-        impl = getattr(decoder.config, '_attn_implementation', None)   # eager adds a mask to the scores
-        self.mask_dtype = None if impl in BOOLEAN_MASK_ATTENTION else weight.dtype
+        self.mask_dtype = weight.dtype   # additive masks: every attention implementation reads them alike
 
     def cache_tokens(self) -> int:
         "Cached tokens (all layers, keys and values) that fit in `limits.cache_mib`."
@@ -220,7 +216,7 @@ def layer_masks(allowed, # bool `[batch, queries, keys]`: which keys each query 
                 q_pos, k_pos, # `[batch, queries]` and `[batch, keys]`: positions in each row's own sequence
                 window: int|None=None, # sliding window of the sliding layers (None: no layer slides)
                 layer_types: Sequence[str]|None=None, # the config's per-layer types; None: every layer alike
-                dtype=None): # None: boolean masks (SDPA); else additive masks in this dtype (eager and others)
+                dtype=None): # additive masks in this dtype (the engine's); None: boolean masks
     "The decoder's 4-D attention mask: one tensor, or `{layer type: mask}` when only some layers slide."
     import torch
     add = lambda m: m if dtype is None else torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill(
@@ -321,7 +317,7 @@ def _advance(self: DecodeEngine, row: GenRow, tok: int) -> bool:
     "Append `tok` to the row; True when the row has ended (EOS, a stop string, its token limit, or -1: failed)."
     if tok < 0:
         row.failed, row.ended = f'non-finite logits after {len(row.new)} generated tokens', True
-        self.counters['nonfinite'] += 1
+        self.counters['nonfinite_logits'] += 1   # rows; the backend counts the requests it recomputes
         return True
     row.new.append(tok)
     if tok in self.eos_ids or len(row.new) >= row.limit: row.ended = True
@@ -348,8 +344,9 @@ def _decode(self: DecodeEngine, rows, cache, hidden, pbar):
     lens = torch.tensor([len(r.ids) for r in rows], device=dev)
     cols = torch.arange(cache.layers[0].get_max_length(), device=dev)
     seen, k_pos = cols[None] < lens[:, None], cols[None].repeat(len(rows), 1)
-    gens = [torch.Generator(dev).manual_seed(r.seed) if r.temperature > 0 else None for r in rows]
     present, ended, logits = list(range(len(rows))), set(), self._next_logits(hidden)
+    gens = [torch.Generator(logits.device).manual_seed(r.seed) if r.temperature > 0 else None   # where the head is
+            for r in rows]
     shared = self.columns_read_once(rows)
     for step in itertools.count():
         live = [k for k, i in enumerate(present) if i not in ended]

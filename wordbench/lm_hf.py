@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'BF16_RECHECK_MARGIN', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES',
-           'MASK_ATTENTION', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM',
+           'MASK_ATTENTION', 'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM',
            'auto_batch_rows', 'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
 
 # %% ../nbs/03c3_lm_hf.ipynb #52bc916a
@@ -68,6 +68,9 @@ class HFCausalLM(LM):
         self.eos_ids = {i for i in (eos if isinstance(eos, (list, tuple)) else [eos]) if i is not None}
         self.device, self.vocab = self.model.device, self.lm_head.weight.shape[0]
         impl = getattr(self.model.config, '_attn_implementation', None)
+        if getattr(cfg, 'alibi', False) or cfg.model_type in ALIBI_TYPES:
+            raise ValueError(f'{cfg.model_type} models with ALiBi take positions from a 2-D padding mask; packed '
+                             'scoring and generation pass 4-D masks, so wordbench cannot serve them exactly')
         if impl not in MASK_ATTENTION:
             raise ValueError(f"attention implementation {impl!r} cannot take the 4-D masks that packed scoring and "
                              "generation pass: load the model with attn_implementation='sdpa' (or 'eager')")
@@ -141,6 +144,9 @@ def _warn_overflow(cfg, # the text config (its `model_type`)
 
 # %% ../nbs/03c3_lm_hf.ipynb #6782337b
 MASK_ATTENTION = ('sdpa', 'eager', None)  # attention implementations that take custom 4-D (and per-layer) masks
+
+# %% ../nbs/03c3_lm_hf.ipynb #be20cd50
+ALIBI_TYPES = ('bloom', 'mpt')  # model types whose positions come from ALiBi (Falcon says so in its config)
 
 # %% ../nbs/03c3_lm_hf.ipynb #b74f9bcb
 LOGIT_CHUNK = 2**28  # log-probabilities (target positions x vocabulary) computed at once: 1 GiB in float32

@@ -36,7 +36,9 @@ SHARED_ANALYSES = [
              'last fresh run), FLOP/s, share of the measured peak, time at the limit', main=False,
              params_from={'log_path': 'log_path'}),
     Analysis('gpu_check', 'hf backend on one GPU vs CPU float32 (gpu-check report): max |Δ log-prob|, decisions, '
-             'greedy texts, engine vs model.generate, throughput, peak memory', main=False)]
+             'greedy texts, engine vs model.generate, throughput, peak memory', main=False),
+    Analysis('conformance_matrix', 'tiny random models of each family x attention implementation through get_lm, '
+             'wordbench score and report vs plain forward passes and model.generate: pass/fail per check', main=False)]
 for _a in SHARED_ANALYSES: register_analysis(_a)
 
 # %% ../nbs/89b_regenerate.ipynb #9b669c06

@@ -12,10 +12,10 @@ from typing import Iterable
 from .core import UserError, project_root, raw_root
 
 # %% auto #0
-__all__ = ['SEED_SPAN', 'SEEDS_FIX', 'ITEM_SKIP', 'PROSE_LETTERS', 'seeds_root', 'normalise', 'shingles', 'shared_spans',
-           'data_items', 'data_corpus', 'is_data', 'is_prose', 'file_views', 'prose_spans', 'tracked_files',
-           'seed_index', 'seed_copies', 'checked_text', 'seed_lines', 'seed_row', 'seed_line', 'paper_title',
-           'apply_edits', 'paper_quotes']
+__all__ = ['SEED_SPAN', 'SEEDS_FIX', 'PAPERS', 'ITEM_SKIP', 'PROSE_LETTERS', 'seeds_root', 'paper_name', 'normalise', 'shingles',
+           'shared_spans', 'data_items', 'data_corpus', 'is_data', 'is_prose', 'file_views', 'prose_spans',
+           'tracked_files', 'seed_index', 'seed_copies', 'checked_text', 'seed_lines', 'seed_row', 'seed_line',
+           'paper_title', 'apply_edits', 'paper_quotes']
 
 # %% ../nbs/07a_seeds.ipynb #33084b29
 SEED_SPAN = 60  # characters (whitespace-normalised): the longest stretch of a paper a tracked file may share
@@ -27,6 +27,20 @@ def seeds_root() -> Path:
     "The folder of the seed papers: `WORDBENCH_SEEDS` if set, else `../shared/seeds` beside the checkout."
     env = os.environ.get('WORDBENCH_SEEDS')
     return Path(env).expanduser().resolve() if env else (project_root().parent/'shared'/'seeds').resolve()
+
+# %% ../nbs/07a_seeds.ipynb #3a5644b5
+PAPERS = {  # file name in `seeds_root()` -> (title, cut short, arXiv id): how an error names a paper
+    '000_e0d4aede4cc7e323.txt': ('WinoDict: Probing language models for in-context word…', '2209.12153'),
+    '001_41d6eb5849241fcb.txt': ('NewTerm: Benchmarking Real-Time New Terms for Large…', '2410.20814'),
+    '002_a5c7727a1704cb91.txt': ('WinoDict: Probing language models for in-context word…', '2209.12153'),
+    '003_ff1db312eaaa0744.txt': ('Larger Probes Tell a Different Story: Extending…', '2303.16445'),
+    '004_1ddbbaed85ed2134.txt': ('WSC+: Enhancing The Winograd Schema Challenge Using…', '2401.17703')}
+
+def paper_name(seed: str # file name of a paper in `seeds_root()`
+              ) -> str:
+    "`seed` as an error names it: its title and arXiv id (`PAPERS`), else the file name."
+    title, arxiv = PAPERS.get(seed, (seed, ''))
+    return f'"{title}", arXiv:{arxiv}' if arxiv else title
 
 # %% ../nbs/07a_seeds.ipynb #35c60ea9
 _QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\x91': "'", '\x92': "'",
@@ -188,10 +202,11 @@ def checked_text(text: str, # the text derived at run time
 def seed_lines(seed: str, # file name of a paper in `seeds_root()`
                root: Path|None=None # folder of the papers
               ) -> list[str]:
-    "The lines of paper `seed`; a missing file is a `UserError` naming it."
+    "The lines of paper `seed`; a missing file is a `UserError` naming it (path, title, arXiv id)."
     path = (Path(root) if root else seeds_root())/seed
     try: return path.read_text(encoding='utf-8').splitlines()
-    except FileNotFoundError: raise UserError(f'paper {path} not found (prompts are read from it)', SEEDS_FIX) from None
+    except FileNotFoundError:
+        raise UserError(f'paper {path} not found ({paper_name(seed)}; prompts are read from it)', SEEDS_FIX) from None
 
 # %% ../nbs/07a_seeds.ipynb #09ae1182
 def seed_row(seed: str, # file name of a paper in `seeds_root()`

@@ -5,6 +5,7 @@
 # %% ../../nbs/28_newterm_build.ipynb #e8053646
 from __future__ import annotations
 import re, time
+from functools import cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -15,15 +16,16 @@ from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_a
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
-from .prompts import DEDUCE_SYSTEM, DEDUCE_USER
+from .prompts import DEDUCE_USER, deduce_system
 from .similarity import sentence_embedder
 from .terms import zipf_frequency
-from .build_prompts import (BUILD_PROMPTS, COMA_PHRASES, blank_term, build_messages, diversity_filter,
-                                         find_term, parse_score, parse_selection, parse_terms, parse_wrong_sentences,
-                                         perplexity, quoted_list, reply_lines, split_coma, token_count)
+from .build_prompts import (COMA_PHRASES, blank_term, build_messages, construction_prompts,
+                                         diversity_filter, find_term, parse_score, parse_selection, parse_terms,
+                                         parse_wrong_sentences, perplexity, quoted_list, reply_lines, split_coma,
+                                         token_count)
 
 # %% auto #0
-__all__ = ['PROMPT_MARKERS', 'SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Pipeline', 'prompt_kind',
+__all__ = ['SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Pipeline', 'prompt_markers', 'prompt_kind',
            'generate_valid', 'deduce', 'frequency', 'select', 'related_terms', 'released_related', 'coma_candidates',
            'cost_candidates', 'csj_candidates', 'ppl_request', 'select_by_perplexity', 'release_rows', 'run_pipeline',
            'export_annotation', 'gold_answer', 'import_annotations', 'load_terms', 'build_newterm']
@@ -59,16 +61,20 @@ def _template_regex(template: str) -> re.Pattern:
     "A regex matching any text the format string `template` can produce (placeholders match anything)."
     return re.compile('.*?'.join(re.escape(part) for part in re.split(r'\{\w+\}', template)) + '$', re.DOTALL)
 
-PROMPT_MARKERS = {k: (_template_regex(s), _template_regex(u)) for k, (s, u) in
-                  {**BUILD_PROMPTS, 'deduce': (DEDUCE_SYSTEM, DEDUCE_USER)}.items()}
+@cache
+def prompt_markers() -> dict:
+    "Prompt kind (a key of `construction_prompts()`, or 'deduce') -> regexes of its (system, user) templates."
+    kinds = {**construction_prompts(), 'deduce': (deduce_system(), DEDUCE_USER)}
+    return {k: (_template_regex(s), _template_regex(u)) for k, (s, u) in kinds.items()}
 
 # %% ../../nbs/28_newterm_build.ipynb #e49ef2a9
 def prompt_kind(request: GenerateRequest) -> str|None:
-    "The construction prompt a request was built from (a key of `BUILD_PROMPTS`, or 'deduce'), if any."
+    "The construction prompt a request was built from (a key of `construction_prompts()`, or 'deduce'), if any."
     system = next((c for r, c in request.messages if r == 'system'), '')
     user = next((c for r, c in reversed(request.messages) if r == 'user'), '')
-    hits = [k for k, (s, u) in PROMPT_MARKERS.items() if s.match(system) and u.match(user)]
-    literal = lambda k: len(re.sub(r'\{\w+\}', '', ''.join(BUILD_PROMPTS.get(k, (DEDUCE_SYSTEM, DEDUCE_USER)))))
+    hits = [k for k, (s, u) in prompt_markers().items() if s.match(system) and u.match(user)]
+    templates = lambda k: construction_prompts().get(k, (deduce_system(), DEDUCE_USER))
+    literal = lambda k: len(re.sub(r'\{\w+\}', '', ''.join(templates(k))))
     return max(hits, key=literal) if hits else None
 
 # %% ../../nbs/28_newterm_build.ipynb #a214493f
@@ -102,7 +108,7 @@ def generate_valid(p: Pipeline, task: str, stage: str,
 # %% ../../nbs/28_newterm_build.ipynb #213ee418
 def deduce(p: Pipeline, terms: list[dict]) -> list[dict]:
     "Each term with `guess` (the model's meaning from the spelling) and `similarity` to the gold meaning."
-    msgs = [(('system', DEDUCE_SYSTEM), ('user', DEDUCE_USER.format(term=t['term']))) for t in terms]
+    msgs = [(('system', deduce_system()), ('user', DEDUCE_USER.format(term=t['term']))) for t in terms]
     replies = p.ask('terms', 'deduce', [p.request('deduce', t['term'], m, greedy=True, max_tokens=48)
                                         for t, m in zip(terms, msgs)])
     emb = p.embed([r.strip() or '-' for r in replies] + [t['meaning'] for t in terms])
@@ -301,7 +307,7 @@ def csj_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
                               related=quoted_list(t['related'] or ['it'])) for k, t in ok.items()}
     has_term = lambda k, l: l if find_term(l, ok[k]['term']) else None
     true = generate_valid(p, 'CSJ', 'true sentences', jobs, has_term)
-    rewrite = lambda k: ('user', BUILD_PROMPTS['csj_wrong'][1].format(term=ok[k]['term']))
+    rewrite = lambda k: ('user', construction_prompts()['csj_wrong'][1].format(term=ok[k]['term']))
     wrong_jobs = {k: jobs[k] + (('assistant', '\n'.join(true[k])), rewrite(k)) for k in ok if true[k]}
     wrong = generate_valid(p, 'CSJ', 'wrong sentences', wrong_jobs, has_term, lines=parse_wrong_sentences)
     cands = [dict(term=ok[k]['term'], meaning=ok[k]['meaning'], question=q, gold=g, type=ok[k]['type'])

@@ -5,6 +5,7 @@
 # %% ../../nbs/27_newterm_build_prompts.ipynb #53a03bed
 from __future__ import annotations
 import math, re
+from functools import cache
 from typing import Callable, Sequence
 import numpy as np
 from ..seeds import apply_edits
@@ -12,21 +13,32 @@ from .prompts import paper_prompt
 from ..prompts import LETTERS, word_tokens
 
 # %% auto #0
-__all__ = ['TERMS_SYSTEM', 'SENTENCES_SYSTEM', 'FILTER_SYSTEM', 'BUILD_PROMPTS', 'COMA_PHRASES', 'POSSESSIVES', 'quoted_list',
-           'build_messages', 'reply_lines', 'parse_terms', 'term_pattern', 'find_term', 'split_coma', 'blank_term',
-           'parse_selection', 'parse_score', 'parse_wrong_sentences', 'diversity_filter', 'token_count', 'perplexity']
+__all__ = ['COMA_PHRASES', 'POSSESSIVES', 'terms_system', 'sentences_system', 'filter_system', 'construction_prompts',
+           'quoted_list', 'build_messages', 'reply_lines', 'parse_terms', 'term_pattern', 'find_term', 'split_coma',
+           'blank_term', 'parse_selection', 'parse_score', 'parse_wrong_sentences', 'diversity_filter', 'token_count',
+           'perplexity']
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #0483da76
 _FIELDS = {'term': ('"[W]"', '"{term}"'), 'meaning': ('[M]', '{meaning}')}  # the paper's placeholders -> fields
 _COUNT = {'count': ('[N]', '{n}')}
 _RELATED = {'related terms': ('"[T1]", "[T2]", "[T3]", or "[T4]"', '{related}')}
-TERMS_SYSTEM = paper_prompt(8, 'System Prompt', 256, '88cc42dcc968')
+
+@cache
+def terms_system() -> str:
+    "The system prompt of the related-term prompts (Table 8), read on first use."
+    return paper_prompt(8, 'System Prompt', 256, '88cc42dcc968')
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #161d3290
-SENTENCES_SYSTEM = apply_edits(paper_prompt(4, 'System Prompt', 239, '74d34feed102'), _COUNT)
+@cache
+def sentences_system() -> str:
+    "The system prompt of the sentence prompts (Table 4, `[N]` as `{n}`), read on first use."
+    return apply_edits(paper_prompt(4, 'System Prompt', 239, '74d34feed102'), _COUNT)
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #2720ba21
-FILTER_SYSTEM = paper_prompt(11, 'System Prompt', 225, 'e3e873905309')
+@cache
+def filter_system() -> str:
+    "The system prompt of the COMA and COST filters (Table 11), read on first use."
+    return paper_prompt(11, 'System Prompt', 225, 'e3e873905309')
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #a2d725c5
 def _related_term(text: str, others: bool=False) -> str:
@@ -40,35 +52,39 @@ def _sym(word: str) -> str:
                        {**_FIELDS, 'pick': ('synonym / antonym', word), 'label': ('Synonym / Antonym', word.title())})
 
 _ONE_LINE = {'options': (' A. [C1] B. [C2] C. [C3] D. [C4] E. [C5] F. [C6] Answer:', '\n{options}\nAnswer:')}
-BUILD_PROMPTS = {
-    'partial_synonyms': (paper_prompt(7, 'System Prompt', 336, 'b34be32b967c'),
-                         apply_edits(paper_prompt(7, 'User prompt', 133, '7bc03818fe41'),
-                                     {'meaning': _FIELDS['meaning']})),
-    'synonyms': (TERMS_SYSTEM, _sym('synonym')),
-    'antonyms': (TERMS_SYSTEM, _sym('antonym')),
-    'guess_terms': (TERMS_SYSTEM, apply_edits(paper_prompt(9, 'User prompt', 120, '352b0fd1ba66'),
-                                              {'term': _FIELDS['term']})),
-    'coma_sentences': (SENTENCES_SYSTEM, apply_edits(paper_prompt(4, 'User prompt for COMA', 528, 'e61c8e8d2450'),
-        {**_FIELDS, **_COUNT, **_RELATED, 'phrase': ('As an effect, / This happened because:', '{phrase}'),
-         'relation': ('effect / cause', '{relation}')})),
-    'sentences': (SENTENCES_SYSTEM, apply_edits(paper_prompt(4, 'User prompt for COST & CSJ', 298, '210c4a57fe60'),
-                                                {**_FIELDS, **_COUNT, **_RELATED})),
-    'related_sentence': (_related_term(paper_prompt(5, 'System Prompt', 206, '5914f0e5e8c5')),
-                         _related_term(paper_prompt(5, 'User prompt', 220, '0d33bd33a25a'), others=True)),
-    'csj_wrong': (SENTENCES_SYSTEM, apply_edits(paper_prompt(6, 'User prompt', 409, '5bcfb58b38ed'),
-                                                {'term': _FIELDS['term']})),
-    'coma_distractor': (apply_edits(paper_prompt(10, 'System Prompt', 121, 'ce48b290ab91'),
-                                    {'length': ('…', '{n_words}')}),
-                        '{question} {phrase}'),
-    'filter_coma': (FILTER_SYSTEM, apply_edits(paper_prompt(11, 'User prompt', 221, 'dc986182d788'), {**_FIELDS,
-        'lines': ('exercise: Exercise', 'exercise:\nExercise'), **_ONE_LINE,
-        'question': ('alternative. [Question] so / because…', 'alternative.\n{question} {connective}...')})),
-    'filter_cost': (FILTER_SYSTEM, apply_edits(paper_prompt(12, 'User prompt', 220, 'e1d327ab86d5'),
-                                               {**_FIELDS, **_ONE_LINE,
-        'question': (' [Question] Replace the __', '\n{question}\nReplace the _')})),
-    'filter_csj': (paper_prompt(13, 'System Prompt', 86, '9a6984353a44'),
-                   apply_edits(paper_prompt(13, 'User prompt', 229, 'e37e94b8a022'),
-                               {**_FIELDS, 'lines': (' [Question] Answer:', '\n{question}\nAnswer:')}))}
+@cache
+def construction_prompts() -> dict:
+    "Prompt kind -> its `(system, user)` format strings, read from the paper (Tables 4-13) on first use."
+    return {
+        'partial_synonyms': (paper_prompt(7, 'System Prompt', 336, 'b34be32b967c'),
+                             apply_edits(paper_prompt(7, 'User prompt', 133, '7bc03818fe41'),
+                                         {'meaning': _FIELDS['meaning']})),
+        'synonyms': (terms_system(), _sym('synonym')),
+        'antonyms': (terms_system(), _sym('antonym')),
+        'guess_terms': (terms_system(), apply_edits(paper_prompt(9, 'User prompt', 120, '352b0fd1ba66'),
+                                                  {'term': _FIELDS['term']})),
+        'coma_sentences': (sentences_system(), apply_edits(paper_prompt(4, 'User prompt for COMA', 528, 'e61c8e8d2450'),
+            {**_FIELDS, **_COUNT, **_RELATED, 'phrase': ('As an effect, / This happened because:', '{phrase}'),
+             'relation': ('effect / cause', '{relation}')})),
+        'sentences': (sentences_system(),
+                      apply_edits(paper_prompt(4, 'User prompt for COST & CSJ', 298, '210c4a57fe60'),
+                                  {**_FIELDS, **_COUNT, **_RELATED})),
+        'related_sentence': (_related_term(paper_prompt(5, 'System Prompt', 206, '5914f0e5e8c5')),
+                             _related_term(paper_prompt(5, 'User prompt', 220, '0d33bd33a25a'), others=True)),
+        'csj_wrong': (sentences_system(), apply_edits(paper_prompt(6, 'User prompt', 409, '5bcfb58b38ed'),
+                                                    {'term': _FIELDS['term']})),
+        'coma_distractor': (apply_edits(paper_prompt(10, 'System Prompt', 121, 'ce48b290ab91'),
+                                        {'length': ('…', '{n_words}')}),
+                            '{question} {phrase}'),
+        'filter_coma': (filter_system(), apply_edits(paper_prompt(11, 'User prompt', 221, 'dc986182d788'), {**_FIELDS,
+            'lines': ('exercise: Exercise', 'exercise:\nExercise'), **_ONE_LINE,
+            'question': ('alternative. [Question] so / because…', 'alternative.\n{question} {connective}...')})),
+        'filter_cost': (filter_system(), apply_edits(paper_prompt(12, 'User prompt', 220, 'e1d327ab86d5'),
+                                                   {**_FIELDS, **_ONE_LINE,
+            'question': (' [Question] Replace the __', '\n{question}\nReplace the _')})),
+        'filter_csj': (paper_prompt(13, 'System Prompt', 86, '9a6984353a44'),
+                       apply_edits(paper_prompt(13, 'User prompt', 229, 'e37e94b8a022'),
+                                   {**_FIELDS, 'lines': (' [Question] Answer:', '\n{question}\nAnswer:')}))}
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #201bf6d2
 COMA_PHRASES = {'cause': 'This happened because:', 'effect': 'As an effect,'}  # split -> COMA's fixed phrase
@@ -80,10 +96,10 @@ def quoted_list(terms: Sequence[str]) -> str:
     return q[0] if len(q) == 1 else ', '.join(q[:-1]) + ', or ' + q[-1]
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #4b9af23f
-def build_messages(kind: str, # a key of `BUILD_PROMPTS`
+def build_messages(kind: str, # a key of `construction_prompts()`
                    **fields) -> tuple:
     "The `(system, user)` chat messages of a construction prompt, filled with `fields`."
-    system, user = BUILD_PROMPTS[kind]
+    system, user = construction_prompts()[kind]
     return (('system', system.format(**fields)), ('user', user.format(**fields)))
 
 # %% ../../nbs/27_newterm_build_prompts.ipynb #37143a00

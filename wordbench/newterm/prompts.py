@@ -5,6 +5,7 @@
 # %% ../../nbs/22_newterm_prompts.ipynb #879990ed
 from __future__ import annotations
 import re
+from functools import cache
 from typing import Sequence
 from ..core import seeded_rng
 from ..lm import GenerateRequest, LoglikelihoodRequest
@@ -12,12 +13,12 @@ from ..seeds import apply_edits, paper_quotes, seed_row
 from ..prompts import LETTERS, conversation, first_group, first_token_in, lettered, only_quoted
 
 # %% auto #0
-__all__ = ['NEWTERM_SEED', 'CHOICE_SYSTEM', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'USER_TEMPLATES', 'CONNECTIVES', 'SETTINGS',
-           'STRATEGIES', 'COMPLETION_STOP', 'PROMPT_FORMATS', 'ANSWER_FORMS', 'PRIOR_CONTEXT', 'CSJ_NEGATIVE',
-           'CSJ_POSITIVE', 'DEDUCE_SYSTEM', 'DEDUCE_USER', 'paper_prompt', 'split_strategy', 'user_prompt',
-           'system_prompt', 'mask_term', 'select_shots', 'shot_answer', 'messages', 'completion_prompt',
-           'prompt_format', 'generate_request', 'choice_requests', 'prior_requests', 'rotated', 'parse_choice',
-           'parse_judgement', 'parse_reply']
+__all__ = ['NEWTERM_SEED', 'GOLD_PREFIX', 'CSJ_WORDS', 'CSJ_SYSTEM', 'CONNECTIVES', 'SETTINGS', 'STRATEGIES', 'COMPLETION_STOP',
+           'PROMPT_FORMATS', 'ANSWER_FORMS', 'PRIOR_CONTEXT', 'CSJ_NEGATIVE', 'CSJ_POSITIVE', 'DEDUCE_USER',
+           'paper_prompt', 'choice_system', 'user_templates', 'split_strategy', 'user_prompt', 'system_prompt',
+           'mask_term', 'select_shots', 'shot_answer', 'messages', 'completion_prompt', 'prompt_format',
+           'generate_request', 'choice_requests', 'prior_requests', 'rotated', 'parse_choice', 'parse_judgement',
+           'parse_reply', 'deduce_system']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
 NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()`
@@ -27,8 +28,11 @@ def paper_prompt(table: int|str, label: str, length: int, sha: str) -> str:
     return paper_quotes(seed_row(NEWTERM_SEED, f'Table {table}:', label, length, sha))
 
 # %% ../../nbs/22_newterm_prompts.ipynb #c5e1a7b2
-CHOICE_SYSTEM = apply_edits(paper_prompt(14, 'System Prompt for Base Setting', 113, '22cc845c472b'),
-                            {"the authors' code says option": ('exactly one choice', 'exactly one option')})
+@cache
+def choice_system() -> str:
+    "The system prompt of COMA and COST: Table 14's Base row (read on first use), in the code's wording."
+    return apply_edits(paper_prompt(14, 'System Prompt for Base Setting', 113, '22cc845c472b'),
+                       {"the authors' code says option": ('exactly one choice', 'exactly one option')})
 
 # %% ../../nbs/22_newterm_prompts.ipynb #503c86c8
 GOLD_PREFIX = 'Given that "{term}" means "{meaning}". '  # glued to the front of the system prompt (Gold)
@@ -47,20 +51,23 @@ def _hesitation() -> str:
     row = paper_prompt(2, 'COMA', 153, '8eb7143106e5')
     return row[row.index('I am hesitating'):row.rindex(' effect:') + 1]
 
-USER_TEMPLATES = {
-    ('COMA', 1): 'Exercise: choose the most plausible alternative.\n\n{question} {connective}...\n{options}',
-    ('COMA', 2): '{question}\n\n' + _hesitation() + '{split}:\n{options}',
-    # the authors' code (build_prompt) asks "Help me pick ..."; the paper does not print this variant
-    ('COMA', 3): '{question} {connective}...\nHelp me pick the more plausible option:\n{options}',
-    ('COST', 1): '{question}\nReplace the _ in the above sentence with the correct option:\n{options}',
-    ('COST', 2): '{question}In the previous sentence, does _ refer to {inline}?\nAnswer: ',
-    ('COST', 3): 'Fill in the _ in the below sentence:\n{question}\nChoices:\n{options}',
-    ('CSJ', 1): apply_edits(paper_prompt(16, 'User prompt 1', 124, 'cf578d96de77'),
-                            {"the authors' code says align": ('and aligned with', 'and align with'),
-                             'layout': _LAYOUT}),
-    ('CSJ', 2): apply_edits(paper_prompt(16, 'User prompt 2', 86, '6941b7994d38'),
-                            {'field': ('[Question] ', '{question}\n'), 'layout': (' Answer:', '\nAnswer: ')}),
-    ('CSJ', 3): apply_edits(paper_prompt(16, 'User prompt 3', 130, 'afce980bc380'), {'layout': _LAYOUT})}
+@cache
+def user_templates() -> dict:
+    "(task, variant) -> the user prompt template; the rows the paper prints are read from it on first use."
+    return {
+        ('COMA', 1): 'Exercise: choose the most plausible alternative.\n\n{question} {connective}...\n{options}',
+        ('COMA', 2): '{question}\n\n' + _hesitation() + '{split}:\n{options}',
+        # the authors' code (build_prompt) asks "Help me pick ..."; the paper does not print this variant
+        ('COMA', 3): '{question} {connective}...\nHelp me pick the more plausible option:\n{options}',
+        ('COST', 1): '{question}\nReplace the _ in the above sentence with the correct option:\n{options}',
+        ('COST', 2): '{question}In the previous sentence, does _ refer to {inline}?\nAnswer: ',
+        ('COST', 3): 'Fill in the _ in the below sentence:\n{question}\nChoices:\n{options}',
+        ('CSJ', 1): apply_edits(paper_prompt(16, 'User prompt 1', 124, 'cf578d96de77'),
+                                {"the authors' code says align": ('and aligned with', 'and align with'),
+                                 'layout': _LAYOUT}),
+        ('CSJ', 2): apply_edits(paper_prompt(16, 'User prompt 2', 86, '6941b7994d38'),
+                                {'field': ('[Question] ', '{question}\n'), 'layout': (' Answer:', '\nAnswer: ')}),
+        ('CSJ', 3): apply_edits(paper_prompt(16, 'User prompt 3', 130, 'afce980bc380'), {'layout': _LAYOUT})}
 
 # %% ../../nbs/22_newterm_prompts.ipynb #1050ce42
 CONNECTIVES = {1: {'cause': 'because', 'effect': 'so'}, 2: {'cause': '', 'effect': ''},
@@ -91,13 +98,13 @@ def user_prompt(item: dict, # a NewTerm item (`wordbench.newterm.items`)
     if choices:
         *first, last = [f'{l}. {c}' for l, c in zip(LETTERS, choices)]
         fill.update(options=lettered(choices) + '\nAnswer: ', inline=', '.join(first) + f', or {last}')
-    return USER_TEMPLATES[(item['task'], variant)].format(**fill)
+    return user_templates()[(item['task'], variant)].format(**fill)
 
 # %% ../../nbs/22_newterm_prompts.ipynb #913be223
 def system_prompt(item: dict, variant: int, gold: bool=False) -> str:
     "The system prompt of `variant` for `item`'s task, with the Gold prefix when `gold`."
     false, true = CSJ_WORDS[variant]
-    base = CSJ_SYSTEM.format(false=false, true=true) if item['task'] == 'CSJ' else CHOICE_SYSTEM
+    base = CSJ_SYSTEM.format(false=false, true=true) if item['task'] == 'CSJ' else choice_system()
     return (GOLD_PREFIX.format(term=item['term'], meaning=item['meaning']) if gold else '') + base
 
 # %% ../../nbs/22_newterm_prompts.ipynb #161d3f22
@@ -222,7 +229,10 @@ def parse_reply(item: dict, reply: str) -> tuple[str|None, str]:
     return parse_judgement(reply) if item['task'] == 'CSJ' else parse_choice(reply, item['choices'])
 
 # %% ../../nbs/22_newterm_prompts.ipynb #e8be0758
-DEDUCE_SYSTEM = paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')  # read from the paper (Table 3)
+@cache
+def deduce_system() -> str:
+    "The deducing prompt's system turn: the paper's Table 3, read on first use."
+    return paper_prompt(3, 'System Prompt', 95, 'dc63b5ce291f')
 
 # %% ../../nbs/22_newterm_prompts.ipynb #9a03cd3b
 DEDUCE_USER = 'What is the meaning of "{term}"?\nMeaning: '

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
@@ -28,25 +29,29 @@ __all__ = ['PROBES_SEED', 'GENERATION', 'GENERIC_OBJECTS', 'NEG_PATTERN', 'NEG_R
 @dataclass(frozen=True)
 class GenerationSetup:
     "How one generated dataset is prompted and sampled."
-    instruction: str  # the paper's instruction (Appendix A)
+    pin: tuple        # where the paper's instruction is (Appendix A): `paper_instruction`'s arguments
     demos: str        # the original dataset the demonstration pairs come from
     temperature: float
     max_tokens: int
     n_demos: int = 4  # demonstration pairs per prompt
+    @property
+    def instruction(self) -> str:
+        "The paper's instruction, read from the paper on first use (never at import)."
+        return paper_instruction(*self.pin)
 
 # %% ../../nbs/37_probes_build.ipynb #26f43fe4
 PROBES_SEED = '003_ff1db312eaaa0744.txt'  # the probes paper in `wordbench.seeds.seeds_root()`
 
+@cache
 def paper_instruction(section: str, # the appendix heading's start, e.g. 'A.1 ROLE-1500'
                       start: str, length: int, sha: str) -> str:
-    "An instruction of the paper's Appendix A, read from the paper (pinned), quotes removed, one trailing space."
+    "An instruction of the paper's Appendix A, read from the paper (pinned, cached), quotes removed, a trailing space."
     line = paper_quotes(seed_line(PROBES_SEED, section, start, length, sha))
     return line.strip('"').rstrip() + ' '   # quoted (A.2) or bare (A.1); the prompt goes on after a space
 
 GENERATION = {
-    'neg-gen': GenerationSetup(paper_instruction('A.2 NEG-1500', '\u201cThe task', 187, '79344a2c5cda'),
-                               'NEG-136-SIMP', 1.0, 150),
-    'role': GenerationSetup(paper_instruction('A.1 ROLE-1500', 'The task', 83, '100e18f7427e'), 'ROLE-88', 0.64, 100)}
+    'neg-gen': GenerationSetup(('A.2 NEG-1500', '\u201cThe task', 187, '79344a2c5cda'), 'NEG-136-SIMP', 1.0, 150),
+    'role': GenerationSetup(('A.1 ROLE-1500', 'The task', 83, '100e18f7427e'), 'ROLE-88', 0.64, 100)}
 
 # %% ../../nbs/37_probes_build.ipynb #1a6145ac
 def demo_pairs(kind: str # a key of `GENERATION`

@@ -1,0 +1,51 @@
+"Without the papers (`WORDBENCH_SEEDS` an empty folder) the package loads and every command that needs no paper works."
+import os, subprocess, sys
+from pathlib import Path
+import pytest
+from wordbench.core import raw_root
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.skipif(not (raw_root()/'wscplus').is_dir(), reason='no raw data folder (wordbench fetch)')
+
+
+@pytest.fixture(scope='module')
+def no_papers(tmp_path_factory) -> dict:
+    "The environment of a checkout with no papers: `WORDBENCH_SEEDS` an empty folder."
+    return dict(os.environ, WORDBENCH_SEEDS=str(tmp_path_factory.mktemp('no_papers')))
+
+
+def wordbench(env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN/'wordbench', *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_import_loads_every_system(no_papers):
+    code = 'import wordbench.cli, wordbench.systems; print(len(wordbench.systems.load_systems()))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=no_papers)
+    assert out.returncode == 0 and int(out.stdout) >= 4, out.stderr
+
+
+@pytest.mark.parametrize('args, shows', [(('--help',), 'doctor'), (('list', 'tasks'), 'newterm-coma'),
+                                          (('list', 'builders'), 'probes-generate'), (('doctor',), 'papers')])
+def test_command_runs(no_papers, args, shows):
+    out = wordbench(no_papers, *args)
+    assert out.returncode == 0 and shows in out.stdout and 'Traceback' not in out.stderr, out.stderr[-2000:]
+
+
+@pytest.mark.parametrize('task, options', [
+    ('wscplus', ('--n', 3, '--strategies', 'zero-shot', 'zero-shot-scored')),
+    ('probes-cloze', ('--datasets', 'NEG-136-SIMP', 'ROLE-88', '--pairs', 2))])
+def test_dummy_eval(no_papers, tmp_path, task, options):
+    out = wordbench(no_papers, 'eval', task, '--backend', 'dummy', '--model', 'm', *options, '--out', tmp_path,
+                    '--no-cache')
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path/f'{task}_m.csv.gz').is_file()
+
+
+@pytest.mark.parametrize('task', ['newterm-coma', 'newterm-csj-ll', 'newterm-deduce'])
+def test_newterm_names_the_missing_paper(no_papers, tmp_path, task):
+    out = wordbench(no_papers, 'eval', task, '--backend', 'dummy', '--model', 'm', '--sample', 1, '--out', tmp_path,
+                    '--no-cache')
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode != 0 and len(lines) == 1, out.stderr[-2000:]
+    for part in ('001_41d6eb5849241fcb.txt not found', 'NewTerm: Benchmarking', 'arXiv:2410.20814',
+                 'WORDBENCH_SEEDS'): assert part in lines[0], (part, lines[0])
