@@ -19,8 +19,8 @@ from .tasks import TASKS
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'UNITS', 'UNIT_NAMES', 'DEGENERATE_UNPARSABLE', 'DEGENERATE_TOP', 'DEGENERATE_P', 'CARDS',
            'PAIRED_COLUMNS', 'unit_column', 'cell_health', 'majority_p', 'degenerate', 'ours_row', 'ref_row',
-           'majority_row', 'Card', 'register_card', 'default_card', 'task_protocol', 'reply_health', 'model_card',
-           'other_models', 'paired_cells', 'card_table', 'card_figure', 'cell_protocol', 'is_base_model',
+           'majority_row', 'Card', 'register_card', 'default_card', 'task_protocol', 'reply_health', 'run_recheck',
+           'model_card', 'other_models', 'paired_cells', 'card_table', 'card_figure', 'cell_protocol', 'is_base_model',
            'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card']
 
 # %% ../nbs/09b_report_card.ipynb #f94b67a9
@@ -148,6 +148,15 @@ def reply_health(res: pd.DataFrame) -> dict: # one model's rows of one task
     return dict(failed=100 * res.failed.astype(float).sum() / n if n else np.nan,
                 invalid=cell_health(res[~res.failed.astype(bool)])['unparsable'])
 
+# %% ../nbs/09b_report_card.ipynb #37c3d051
+def run_recheck(csv_path) -> dict|None: # a results file; its run record lies beside it (when it was run here)
+    "The last run's re-check of low-precision decisions (`config.recheck` of its record): decisions, share, margin."
+    import json
+    from wordbench.run_record import record_paths
+    rec = record_paths(csv_path)[0]
+    if not rec.exists(): return None
+    return json.loads(rec.read_text(encoding='utf-8')).get('config', {}).get('recheck')
+
 # %% ../nbs/09b_report_card.ipynb #ccff0903
 def model_card(model: str, # the model name, as evaluated
                tasks=None, # task names (default: every registered task)
@@ -162,7 +171,7 @@ def model_card(model: str, # the model name, as evaluated
         got = pd.DataFrame(card.rows(res), columns=list(CARD_COLUMNS))
         rows.append(got.assign(task=name))
         info.append(dict(task=name, benchmark=card.benchmark, metric=card.metric, **task_protocol(res),
-                         **reply_health(res)))
+                         **reply_health(res), recheck=run_recheck(results_path(name, model, results))))
     cols = ['task', *CARD_COLUMNS]
     return (pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)), pd.DataFrame(info)
 
@@ -322,6 +331,10 @@ def card_blocks(model: str, rows: pd.DataFrame, info: pd.DataFrame, # `model_car
         t = info[['task', 'strategies', 'prompt_format', 'shots', 'n_items', 'n_rows']].copy()
         t['failed %'], t['unparsable %'] = [_fmt(x) for x in info.failed], [_fmt(x) or 'n/a' for x in info.invalid]
         b.append(('table', t))
+        said = [f"{r.task}: {c['rechecked']:,} of {c['decisions']:,} decisions ({100 * c['share']:.1f}%) closer "
+                f"than {c['margin']:g} nats" for r in info.itertuples()
+                if isinstance(c := getattr(r, 'recheck', None), dict)]
+        if said: b.append(('p', 'Re-checked in float32 (a low-precision run): ' + '; '.join(said) + '.'))
     else: b.append(('p', 'No results of this model yet: run it without `--no-eval`.'))
     for _, r in info.iterrows():
         mine = rows[rows.task == r.task]
