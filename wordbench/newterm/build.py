@@ -16,7 +16,7 @@ from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_a
 from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
-from .prompts import DEDUCE_USER, deduce_system
+from .prompts import deduce_system, deduce_user
 from .similarity import sentence_embedder
 from .terms import zipf_frequency
 from .build_prompts import (COMA_PHRASES, blank_term, build_messages, construction_prompts,
@@ -64,7 +64,7 @@ def _template_regex(template: str) -> re.Pattern:
 @cache
 def prompt_markers() -> dict:
     "Prompt kind (a key of `construction_prompts()`, or 'deduce') -> regexes of its (system, user) templates."
-    kinds = {**construction_prompts(), 'deduce': (deduce_system(), DEDUCE_USER)}
+    kinds = {**construction_prompts(), 'deduce': (deduce_system(), deduce_user())}
     return {k: (_template_regex(s), _template_regex(u)) for k, (s, u) in kinds.items()}
 
 # %% ../../nbs/28_newterm_build.ipynb #e49ef2a9
@@ -73,7 +73,7 @@ def prompt_kind(request: GenerateRequest) -> str|None:
     system = next((c for r, c in request.messages if r == 'system'), '')
     user = next((c for r, c in reversed(request.messages) if r == 'user'), '')
     hits = [k for k, (s, u) in prompt_markers().items() if s.match(system) and u.match(user)]
-    templates = lambda k: construction_prompts().get(k, (deduce_system(), DEDUCE_USER))
+    templates = lambda k: construction_prompts().get(k, (deduce_system(), deduce_user()))
     literal = lambda k: len(re.sub(r'\{\w+\}', '', ''.join(templates(k))))
     return max(hits, key=literal) if hits else None
 
@@ -108,7 +108,7 @@ def generate_valid(p: Pipeline, task: str, stage: str,
 # %% ../../nbs/28_newterm_build.ipynb #213ee418
 def deduce(p: Pipeline, terms: list[dict]) -> list[dict]:
     "Each term with `guess` (the model's meaning from the spelling) and `similarity` to the gold meaning."
-    msgs = [(('system', deduce_system()), ('user', DEDUCE_USER.format(term=t['term']))) for t in terms]
+    msgs = [(('system', deduce_system()), ('user', deduce_user().format(term=t['term']))) for t in terms]
     replies = p.ask('terms', 'deduce', [p.request('deduce', t['term'], m, greedy=True, max_tokens=48)
                                         for t, m in zip(terms, msgs)])
     emb = p.embed([r.strip() or '-' for r in replies] + [t['meaning'] for t in terms])

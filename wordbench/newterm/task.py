@@ -16,7 +16,7 @@ from ..results import CORE_COLUMNS, ResultSchema
 from ..tasks import Task, Option, by_context, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
-from .prompts import (STRATEGIES, deduce_system, DEDUCE_USER, COMPLETION_STOP, completion_prompt,
+from .prompts import (STRATEGIES, deduce_system, deduce_user, COMPLETION_STOP, completion_prompt,
                                        choice_requests, generate_request, parse_reply, prior_requests, prompt_format,
                                        rotated, select_shots, split_strategy)
 from .similarity import meaning_similarity
@@ -270,7 +270,7 @@ class DeduceTask(Task):
         return t
     def requests(self, it, s, pool):
         "One greedy generation: the Table 3 prompt, as chat messages or as one raw prompt."
-        msgs = (('system', deduce_system()), ('user', DEDUCE_USER.format(term=it['term'])))
+        msgs = (('system', deduce_system()), ('user', deduce_user().format(term=it['term'])))
         if self.chat: return (GenerateRequest(msgs, max_tokens=it['max_tokens']),)
         return (GenerateRequest(prompt=completion_prompt(msgs), max_tokens=it['max_tokens'], stop=(COMPLETION_STOP,)),)
 
