@@ -394,6 +394,12 @@ def exact(self: HFCausalLM) -> HFCausalLM|None:
         self._exact._twin, self._twin = self, self._exact
     return self._exact
 
+# %% ../nbs/03c3_lm_hf.ipynb #68619dfb
+@patch(as_prop=True)
+def recheck_margin(self: HFCausalLM) -> float:
+    "Nats: `score_choices` re-scores closer decisions with `exact()` (`auto`: `calibrated_margin`)."
+    return self.calibrated_margin() if self.recheck_policy == 'auto' else float(self.recheck_policy)
+
 # %% ../nbs/03c3_lm_hf.ipynb #132fd90a
 @patch
 def count_tokens(self: HFCausalLM, text: str, context: str='') -> int:
@@ -436,12 +442,6 @@ def calibrated_margin(self: HFCausalLM) -> float:
         stored = json.loads(path.read_text()) if path.exists() else {}
         atomic_write(path, json.dumps({**stored, key: margin}, indent=1, sort_keys=True) + '\n')
     return margin
-
-# %% ../nbs/03c3_lm_hf.ipynb #68619dfb
-@patch(as_prop=True)
-def recheck_margin(self: HFCausalLM) -> float:
-    "Nats: `score_choices` re-scores closer decisions with `exact()` (`auto`: `calibrated_margin`)."
-    return self.calibrated_margin() if self.recheck_policy == 'auto' else float(self.recheck_policy)
 
 # %% ../nbs/03c3_lm_hf.ipynb #bb805c36
 @patch
