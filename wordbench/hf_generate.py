@@ -303,9 +303,9 @@ def _next_tokens(self: DecodeEngine, logits, # `[rows, vocab]`: the step's next-
     "The unfinished rows' next tokens (argmax, or drawn; -1 for non-finite logits): the step's one host sync."
     import torch
     finite = ~(logits.isnan() | logits.isposinf()).any(-1)   # checked once per step, for the whole batch
-    logits = torch.where(finite[:, None], logits, torch.zeros((), dtype=logits.dtype, device=logits.device))
-    toks = logits.argmax(-1)
-    drawn = [(k, sample_token(logits[k], r.temperature, r.top_p, g))
+    toks = logits.argmax(-1)   # a non-finite row's token is replaced by -1 below
+    safe = lambda k: torch.where(finite[k], logits[k], 0.0)   # a sampled row never draws from NaN
+    drawn = [(k, sample_token(safe(k), r.temperature, r.top_p, g))
              for k, r, g in zip(live, rows, gens) if r.temperature > 0]
     if drawn: toks[[k for k, _ in drawn]] = torch.stack([t for _, t in drawn])
     every = torch.where(finite, toks, -1).tolist()
