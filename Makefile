@@ -76,13 +76,13 @@ SITE_STAMP := $(VENV)/.wordbench-site-installed
 INSPECT_LOGS ?= $(EXPORTS)/inspect
 inspect-viewer: env                ## every results row as an Inspect sample ($(INSPECT_LOGS)/), and Inspect's static viewer
 	$(BIN)/wordbench export inspect --out $(INSPECT_LOGS)
-	$(BIN)/python -c 'from wordbench.inspect_export import inspect_bundle; inspect_bundle("$(INSPECT_LOGS)", "$(INSPECT_BUNDLE)")'
+	$(BIN)/python -c 'from wordbench.publish.inspect_logs import inspect_bundle; inspect_bundle("$(INSPECT_LOGS)", "$(INSPECT_BUNDLE)")'
 
 site: site-env inspect-viewer      ## the static site of notebooks, figures, cards and samples into $(SITE)/ (offline)
-	$(BIN)/python -c 'from wordbench.site import build_site; build_site("$(SITE)", "$(INSPECT_BUNDLE)")'
+	$(BIN)/python -c 'from wordbench.publish.site import build_site; build_site("$(SITE)", "$(INSPECT_BUNDLE)")'
 
 site-screenshots: site chromium-system  ## figures/site/*.png: the front page, a card and a sample, in headless Chromium
-	$(BIN)/python -c 'from wordbench.site import site_screenshots; site_screenshots("$(SITE)", "figures/site")'
+	$(BIN)/python -c 'from wordbench.publish.site import site_screenshots; site_screenshots("$(SITE)", "figures/site")'
 
 site-env: $(SITE_STAMP)            ## the site's builder and the browser test's driver (pinned)
 $(SITE_STAMP): $(STAMP)

@@ -19,7 +19,7 @@ def llama_server(tmp_path_factory):
     except ImportError as e: why = e
     if why: _missing('llama_cpp.server', why)
     from wordbench.resources import LOCAL_MODELS, ResourceMissing
-    from wordbench.servers import LlamaCppServer
+    from wordbench.bench.servers import LlamaCppServer
     try: gguf = LOCAL_MODELS['smollm2-135m'].gguf()
     except ResourceMissing as e: why = e
     if why: _missing('the SmolLM2-135M GGUF', why)
@@ -36,7 +36,7 @@ def exports_dir(tmp_path_factory):
     os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
     from wordbench.systems import load_systems
-    from wordbench.export import export_hf, export_lm_eval
+    from wordbench.publish.export import export_hf, export_lm_eval
     load_systems()
     root = tmp_path_factory.mktemp('exports')
     export_hf(out=root/'hf')

@@ -145,9 +145,9 @@ def test_private_uses_are_found():
     pkg = ('wordbench', 'winodict')
     test = lambda src: private_uses(src, pkg)
     assert test('from .task import _row, load') == ['wordbench.winodict.task._row']
-    assert test('from ..lm_hf import _pad as pad') == ['wordbench.lm_hf._pad']
-    assert test('import wordbench.cache as c\nc._chunk()') == ['wordbench.cache._chunk']
-    assert test('from wordbench import lm\nlm._u') == ['wordbench.lm._u']
+    assert test('from ..lm_hf import _pad as pad') == ['wordbench.models.hf._pad']
+    assert test('import wordbench.models.cache as c\nc._chunk()') == ['wordbench.models.cache._chunk']
+    assert test('from wordbench.models import lm\nlm._u') == ['wordbench.models.lm._u']
     assert test('from .task import load\nx = obj._private\nfrom . import __init__') == []
 
 

@@ -13,7 +13,7 @@ POSTS = re.compile(r'"POST /v1/(?:chat/)?completions HTTP')
 def gemma_chat(llama_server, tmp_path_factory):
     "`(base_url, model_id, log_path)` of llama-cpp-python's server on the packaged Gemma 3 270M GGUF."
     from wordbench.resources import LOCAL_MODELS
-    from wordbench.servers import LlamaCppServer
+    from wordbench.bench.servers import LlamaCppServer
     log = tmp_path_factory.mktemp('gemma_chat')/'server.log'
     server = LlamaCppServer(LOCAL_MODELS['gemma3-270m'].gguf(), n_ctx=2048, log_path=log)
     try: server.start()

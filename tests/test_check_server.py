@@ -4,7 +4,7 @@ log-prob of one task's requests makes the check fail (exit 1) and name that task
 import pandas as pd
 import pytest
 from wordbench.cli import main
-from wordbench.lm import get_lm
+from wordbench.models.lm import get_lm
 from engine_standins import EngineStandIn
 
 TASKS = ['winodict', 'newterm-coma-ll']   # two scored tasks; two jobs drawn of each

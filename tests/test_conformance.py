@@ -1,4 +1,4 @@
-"""The conformance matrix: a tiny random model of every family in `wordbench.conformance.FAMILIES` (built here, over
+"""The conformance matrix: a tiny random model of every family in `models.conformance.FAMILIES` (built here, over
 tokenizers trained here: nothing is downloaded) under each attention implementation it has, through the public paths
 (`get_lm` on the saved folder, `wordbench score`), against plain forward passes and `model.generate`; families
 wordbench cannot serve must be refused at load; `wordbench report` runs end to end on a few families.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip('torch')
-from wordbench.conformance import (FAMILIES, SPECIAL_TOKENS, LL_TOL, build_family, conformance, implementations,  # noqa: E402
+from wordbench.models.conformance import (FAMILIES, SPECIAL_TOKENS, LL_TOL, build_family, conformance, implementations,  # noqa: E402
                                    missing_reason, train_tokenizer, plain_loglikelihood)
 
 WORDBENCH = Path(sys.executable).parent/'wordbench'
@@ -63,8 +63,8 @@ def test_matrix(family, attn, folder):
 def test_score_command(family, folder, tmp_path):
     "`wordbench score` on the folder: log-likelihoods of a plain forward pass, greedy replies of `model.generate`."
     from wordbench.cli import main
-    from wordbench.lm import get_lm, GenerateRequest, LoglikelihoodRequest
-    from wordbench.lm_hf import generate_alone
+    from wordbench.models.lm import get_lm, GenerateRequest, LoglikelihoodRequest
+    from wordbench.models.hf import generate_alone
     path = folder(family, default_attn(family))
     lines = [{'id': 0, 'context': 'The robin sat on the', 'continuation': ' mat.'},
              {'id': 1, 'prompt': 'Paris is the capital of', 'max_tokens': 6},
@@ -84,7 +84,7 @@ def test_score_command(family, folder, tmp_path):
 
 def test_score_subprocess_gemma2_eager(folder, tmp_path):
     "The console script itself on an eager-only family: the same replies as `get_lm` in this process."
-    from wordbench.lm import get_lm, GenerateRequest
+    from wordbench.models.lm import get_lm, GenerateRequest
     path = folder('gemma2', 'eager')
     (tmp_path/'in.jsonl').write_text(json.dumps({'prompt': 'The robin sat on the', 'max_tokens': 8}) + '\n')
     run = subprocess.run([str(WORDBENCH), 'score', '--backend', 'hf', '--model', path, '--input',

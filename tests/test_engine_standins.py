@@ -3,7 +3,7 @@ serving a seeded tiny Llama over gemma3-270m's tokenizer (which adds BOS) and Sm
 requests of every scored task get the `hf` backend's log-likelihoods to 1e-4 and its decisions; the engines'
 limits (`max_logprobs`, `max_model_len`) are refused as the engines would refuse them, one request at a time."""
 import pytest
-from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure, TopKRequest
+from wordbench.models.lm import get_lm, LoglikelihoodRequest, LMFailure, TopKRequest
 from wordbench.core import UserError
 from engine_standins import EngineStandIn
 
@@ -16,7 +16,7 @@ def groups():
     ("One decision (its log-likelihood requests) of every registered task that scores log-likelihoods, but "
      "winodict-foreign: its requests are WinoDict's over another word table, and loading it takes 50 s.")
     import wordbench.winodict.task, wordbench.wscplus.task, wordbench.probes.task, wordbench.newterm.task  # noqa: F401
-    from wordbench.tasks import TASKS
+    from wordbench.evaluate.tasks import TASKS
     out = []
     for name, task in TASKS.items():
         if name == 'winodict-foreign': continue

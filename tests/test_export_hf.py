@@ -3,7 +3,7 @@
 
 def test_every_config_loads(hf_dir):
     import datasets, yaml
-    from wordbench.export import HF_EXPORTS
+    from wordbench.publish.export import HF_EXPORTS
     assert set(HF_EXPORTS) >= {'winodict', 'newterm', 'probes', 'wscplus'}
     for name in HF_EXPORTS:
         card = (hf_dir/name/'README.md').read_text()

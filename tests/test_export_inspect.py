@@ -5,10 +5,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from inspect_ai.log import read_eval_log
-from wordbench.inspect_export import export_inspect, inspect_bundle, sample_id, score_metrics
-from wordbench.results import read_results, results_dir
+from wordbench.publish.inspect_logs import export_inspect, inspect_bundle, sample_id, score_metrics
+from wordbench.evaluate.results import read_results, results_dir
 from wordbench.systems import load_systems
-from wordbench.tasks import TASKS
+from wordbench.evaluate.tasks import TASKS
 
 load_systems()
 # one task of each kind of request and parser (a few seconds); WORDBENCH_INSPECT_ALL=1 exports every task (minutes)

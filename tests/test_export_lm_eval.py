@@ -8,7 +8,7 @@ def _requests(task, n=3):
 
 def test_every_task_valid(lm_eval_dir):
     from lm_eval.tasks import TaskManager
-    from wordbench.export import LM_EVAL_EXPORTS
+    from wordbench.publish.export import LM_EVAL_EXPORTS
     tm = TaskManager(include_path=str(lm_eval_dir), include_defaults=False)
     for name, e in LM_EVAL_EXPORTS.items():
         assert name in tm.all_groups, name
@@ -68,7 +68,7 @@ def test_runs_end_to_end(lm_eval_dir):
     "lm-eval's own evaluator runs every group on its `dummy` model: one results row per task and filter."
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
-    from wordbench.export import LM_EVAL_EXPORTS
+    from wordbench.publish.export import LM_EVAL_EXPORTS
     tm = TaskManager(include_path=str(lm_eval_dir), include_defaults=False)
     out = simple_evaluate(model='dummy', tasks=list(LM_EVAL_EXPORTS), task_manager=tm, limit=1, log_samples=False)
     tasks = {t for e in LM_EVAL_EXPORTS.values() for t in e.tasks()}

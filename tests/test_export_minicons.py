@@ -16,10 +16,10 @@ except ImportError as e:
 @pytest.mark.parametrize('model', ['smollm2-135m', 'gemma3-270m'])
 def test_cloze_matches_minicons(model):
     from minicons import scorer
-    from wordbench.lm import get_lm
+    from wordbench.models.lm import get_lm
     from wordbench.probes.task import CLOZE
-    from wordbench.tasks import Setting, run_task
-    from wordbench.verify import SCORE_TOLERANCE
+    from wordbench.evaluate.tasks import Setting, run_task
+    from wordbench.evaluate.verify import SCORE_TOLERANCE
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         items, _ = CLOZE.load(datasets=['ROLE-88', 'NEG-136-SIMP'], pairs=2, k=5, whole_word=1)

@@ -17,8 +17,8 @@ def env(tmp_path_factory):
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
     from wordbench.systems import load_systems
-    from wordbench.export import export_hf, export_lm_eval
-    from wordbench.lm import get_lm
+    from wordbench.publish.export import export_hf, export_lm_eval
+    from wordbench.models.lm import get_lm
     load_systems()
     root = tmp_path_factory.mktemp('exports')
     names = ['winodict', 'newterm', 'probes', 'wscplus']
@@ -41,7 +41,7 @@ def harness_scores(env, name):
 
 
 def wordbench_rows(env, task, strategy, items, pool=None):
-    from wordbench.tasks import Setting, run_task
+    from wordbench.evaluate.tasks import Setting, run_task
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         res = run_task(task, env[1], [Setting(strategy)], items, pool, progress=False)

@@ -14,7 +14,7 @@ def _eval(out, *extra):
 def test_record_read_back(tmp_path):
     from pydantic import TypeAdapter
     from lm_eval.result_schema import EvalResults, SampleResult
-    from wordbench.run_record import read_run_record
+    from wordbench.evaluate.run_record import read_run_record
     assert _eval(tmp_path, '--strategies', 'def_suffix', 'original_empty', '--batch-size', '2') == 0
     rec, samples = read_run_record(tmp_path/'winodict_toy.json')
     TypeAdapter(EvalResults).validate_python(rec)
@@ -49,7 +49,7 @@ def test_hash_follows_requests(tmp_path):
 
 def test_missing_key_is_an_error(tmp_path):
     from wordbench.core import DataError
-    from wordbench.run_record import read_run_record
+    from wordbench.evaluate.run_record import read_run_record
     p = tmp_path/'x.json'
     p.write_text(json.dumps({'results': {}, 'configs': {}}))
     with pytest.raises(DataError, match="x.json: field 'versions': missing"): read_run_record(p)

@@ -20,7 +20,7 @@ def test_spacy_parses_a_sentence():
 
 
 def test_smollm2_prefers_the_grammatical_sentence():
-    from wordbench.lm import get_lm, LoglikelihoodRequest
+    from wordbench.models.lm import get_lm, LoglikelihoodRequest
     lm = get_lm('hf', 'smollm2-135m')
     good, bad = lm.loglikelihood([LoglikelihoodRequest('The', ' cat sat on the mat.'),
                                   LoglikelihoodRequest('The', ' cat sat mat the on.')])

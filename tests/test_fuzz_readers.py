@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from wordbench.core import DataError
-from wordbench.score import read_score_requests
+from wordbench.models.score import read_score_requests
 from wordbench.winodict.sources import (load_foreign_words, load_morph_rules, load_winodict_words, load_winogrande,
                                         load_wsc)
 from wordbench.newterm.sources import load_newterm

@@ -51,14 +51,14 @@ def built(check, tmp_path_factory):
 @pytest.fixture(scope='module', params=['llama-s', 'gemma3-s'])
 def model(request, built, check):
     "`(kind, folder, requests, CPU fp32 ChoiceScores)`."
-    from wordbench.choices import score_choices
+    from wordbench.evaluate.choices import score_choices
     folders, reqs = built
     cpu, _ = check.load_lm(folders[request.param], 'cpu')
     return request.param, folders[request.param], reqs, score_choices(cpu, reqs['decisions'])
 
 
 def _decisions(scores):
-    from wordbench.choices import decide
+    from wordbench.evaluate.choices import decide
     return [decide(s) for s in scores]
 
 
@@ -70,7 +70,7 @@ def _clear(scores):
 
 def test_fp32_scores_and_decisions(model, check):
     "CUDA float32: every score within 1e-4 nats of the CPU's, finite, and the same decisions."
-    from wordbench.choices import score_choices
+    from wordbench.evaluate.choices import score_choices
     kind, folder, reqs, cpu = model
     lm, _ = check.load_lm(folder, DEVICE)
     if DEVICE == 'cuda': assert ':cuda' in lm.identity()
@@ -98,7 +98,7 @@ def test_fp32_topk(model, check):
 
 def test_fp32_engine_equals_generate_alone(model, check):
     "CUDA float32: the decoding engine's greedy texts equal `model.generate` on each request alone."
-    from wordbench.lm_hf import generate_alone
+    from wordbench.models.hf import generate_alone
     kind, folder, reqs, _ = model
     lm, _ = check.load_lm(folder, DEVICE)
     batched = lm.generate(reqs['greedy'])
@@ -114,8 +114,8 @@ def _report(row: dict):
 @pytest.mark.parametrize('dtype', ['bfloat16', 'float16', 'bfloat16-autocast'])
 def test_low_precision_figures(model, check, dtype):
     "Low precision: |Δ|, non-finite scores, flips before and after the re-check, share re-checked, engine = generate."
-    from wordbench.choices import score_choices
-    from wordbench.lm_hf import generate_alone
+    from wordbench.evaluate.choices import score_choices
+    from wordbench.models.hf import generate_alone
     kind, folder, reqs, cpu = model
     lm, _ = check.load_lm(folder, DEVICE, dtype, **({} if dtype == 'bfloat16-autocast' else {'recheck_margin': 1.0}))
     greedy = lm.generate(reqs['greedy'])

@@ -20,8 +20,8 @@ def wordbench(tmp: Path, *args) -> subprocess.CompletedProcess:
 def tiny_task():
     "The plugin's task, loaded here as `WORDBENCH_PLUGINS` loads it in the subprocesses."
     import importlib.util
-    from wordbench.report import ANALYSES
-    from wordbench.tasks import BUILDERS, TASKS
+    from wordbench.publish.analysis import ANALYSES
+    from wordbench.evaluate.tasks import BUILDERS, TASKS
     registries = (TASKS, BUILDERS, ANALYSES)
     before = [dict(r) for r in registries]
     spec = importlib.util.spec_from_file_location('tiny_plugin', PLUGIN)
@@ -46,7 +46,7 @@ def two_identities(tmp_path_factory):
 
 
 def test_eval_keeps_identities_apart_and_says_which(two_identities):
-    from wordbench.results import read_results
+    from wordbench.evaluate.results import read_results
     tmp, runs = two_identities
     path = tmp/'res'/'tiny-arith_a.csv.gz'
     assert f'-> {path}, identity dummy:a\n' in runs[0].stderr
@@ -87,8 +87,8 @@ def test_committed_results_carry_the_default_identity():
     "Every committed file holds one identity: the CPU float32 `hf` identity of its model (given by the migration)."
     from wordbench.cli import load_systems
     from wordbench.core import project_root
-    from wordbench.tasks import TASKS, default_identity
-    from wordbench.results import read_results
+    from wordbench.evaluate.tasks import TASKS, default_identity
+    from wordbench.evaluate.results import read_results
     load_systems()
     seen = 0
     for name, task in TASKS.items():

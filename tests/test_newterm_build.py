@@ -3,7 +3,7 @@ import json, subprocess, sys
 import numpy as np
 import pytest
 from wordbench.core import stable_hash
-from wordbench.cache import CachedLM
+from wordbench.models.cache import CachedLM
 from wordbench.prompts import LETTERS
 from wordbench.newterm.items import load_items
 from wordbench.build import ScriptedLM
@@ -107,7 +107,7 @@ def test_a_failed_run_resumes_from_its_stage_files_without_asking_again(tmp_path
 def test_a_scorer_that_refuses_an_empty_context_does_not_break_perplexity_selection():
     "Like `openai` on text prompts: an empty context is refused, so the text after the first word is scored."
     from wordbench.core import UserError
-    from wordbench.lm import get_lm
+    from wordbench.models.lm import get_lm
     from wordbench.newterm.build import select_by_perplexity
     dummy = get_lm('dummy', 'toy')
     class NoEmptyContext(type(dummy)):

@@ -1,7 +1,7 @@
 """End-to-end checks of the NewTerm tasks through the command line: byte-stable results, resumable runs, clean = a
 filter, and file:line:field errors."""
 import json, subprocess, sys
-from wordbench.results import read_results
+from wordbench.evaluate.results import read_results
 from wordbench.newterm.items import load_items
 from wordbench.newterm.task import NEWTERM_SCHEMA, LL_SCHEMA
 

@@ -5,8 +5,8 @@ of fixed capacity (S slots, sleep per token): the pool is sized from the slots a
 never a timeout, and a run stopped half-way keeps what finished."""
 import time
 import pytest
-from wordbench.lm import get_lm, LoglikelihoodRequest, LMFailure
-from wordbench.openai_endpoint import Endpoint
+from wordbench.models.lm import get_lm, LoglikelihoodRequest, LMFailure
+from wordbench.models.openai_endpoint import Endpoint
 from fixtures.vllm_standin import StandIn
 from fixtures.capacity_standin import CapacityStandIn
 
@@ -87,7 +87,7 @@ def test_reported_slots_bound_concurrency(smol):
 
 def test_probe_recorded_in_identity(smol):
     "`require` probes what the endpoint serves once; the identity then names it (the hf backend's is unchanged)."
-    from wordbench.lm import GenerateRequest
+    from wordbench.models.lm import GenerateRequest
     hf_identity = smol.identity()
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m')
@@ -105,8 +105,8 @@ def test_probe_recorded_in_identity(smol):
 
 def test_refusal_recorded_and_raised(smol):
     "An endpoint that cannot score: the probe records why; a scoring task is refused with it, a generative one runs."
-    from wordbench.lm import GenerateRequest
-    from wordbench.openai_endpoint import LogprobAlignmentError
+    from wordbench.models.lm import GenerateRequest
+    from wordbench.models.openai_endpoint import LogprobAlignmentError
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none')
         def failed(): raise LogprobAlignmentError('no echo here', 'use vLLM')
@@ -119,8 +119,8 @@ def test_refusal_recorded_and_raised(smol):
 
 def test_generate_token_id_prompts(smol):
     "Raw prompts go as token ids, built as the hf backend builds them, where the endpoint takes them: the same text."
-    from wordbench.lm import GenerateRequest
-    from wordbench.hf_common import encode_text
+    from wordbench.models.lm import GenerateRequest
+    from wordbench.models.hf_common import encode_text
     reqs = [GenerateRequest(prompt='The cat sat on', max_tokens=5), GenerateRequest(prompt='Once upon a', max_tokens=3)]
     ref = smol.generate(reqs)
     with StandIn(smol.model, smol.tokenizer) as srv:
@@ -133,19 +133,19 @@ def test_generate_token_id_prompts(smol):
     assert [o.completion_tokens for o in out] == [5, 3]
 
 def _gen(n: int, tokens: int=5) -> list:
-    from wordbench.lm import GenerateRequest
+    from wordbench.models.lm import GenerateRequest
     return [GenerateRequest(prompt=f'request {i}', max_tokens=tokens) for i in range(n)]
 
 def _client(srv, **kw):
     "The openai backend on a capacity stand-in (text prompts), probed: llama.cpp by its /props, with its slots."
-    from wordbench.lm import GenerateRequest
+    from wordbench.models.lm import GenerateRequest
     lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none', max_retries=0, **kw)
     lm.require({GenerateRequest})
     return lm
 
 def test_pool_sized_from_slots_keeps_server_busy(tmp_path):
     "Slots reported on /props size the pool: every slot busy, none queued; the old 4-in-flight client uses 4."
-    from wordbench.cache import CachedLM
+    from wordbench.models.cache import CachedLM
     with CapacityStandIn(8, 0.01) as srv:
         lm = _client(srv)
         assert lm.endpoint.slots == 8 and lm._workers() == 8
@@ -172,7 +172,7 @@ def test_queue_wait_is_not_a_timeout():
 
 def test_stopped_run_keeps_what_finished(tmp_path):
     "A run that breaks half-way keeps every answer that arrived; the rerun asks the server only for the rest."
-    from wordbench.cache import CachedLM
+    from wordbench.models.cache import CachedLM
     reqs = _gen(40)
     with CapacityStandIn(4, 0.01) as srv:
         lm = _client(srv)

@@ -1,8 +1,8 @@
 "End to end: the `openai` backend against a real OpenAI-compatible server (llama-cpp-python serving SmolLM2-135M)."
 import pytest
-from wordbench.lm import get_lm, GenerateRequest, Generation, LoglikelihoodRequest, TopKRequest
-from wordbench.openai_lm import OpenAILM
-from wordbench.openai_endpoint import LogprobAlignmentError
+from wordbench.models.lm import get_lm, GenerateRequest, Generation, LoglikelihoodRequest, TopKRequest
+from wordbench.models.openai_client import OpenAILM
+from wordbench.models.openai_endpoint import LogprobAlignmentError
 
 @pytest.fixture
 def lm(llama_server):
@@ -63,7 +63,7 @@ def _eval_wscplus(url, model, strategy, out):
 def gemma_server(llama_server, tmp_path_factory):
     "`(base_url, model_id)` of the same server on the packaged Gemma 3 270M GGUF (where issue 20's run hung)."
     from wordbench.resources import LOCAL_MODELS
-    from wordbench.servers import LlamaCppServer
+    from wordbench.bench.servers import LlamaCppServer
     server = LlamaCppServer(LOCAL_MODELS['gemma3-270m'].gguf(), n_ctx=2048,
                             log_path=tmp_path_factory.mktemp('gemma_server')/'server.log')
     try: server.start()

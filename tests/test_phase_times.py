@@ -13,7 +13,7 @@ LOG = """\
 23:56:10 == build winodict
 23:56:40 for t in $(.venv/bin/wordbench list tasks --grid cpu); do echo "== eval $t --grid cpu"; ...; done
 23:56:41 == eval winodict --grid cpu
-00:10:00 [wordbench.tasks] winodict: 3,520 item-settings
+00:10:00 [wordbench.evaluate.tasks] winodict: 3,520 item-settings
 00:20:41 == eval wscplus --grid cpu
 00:30:00 == eval winodict --grid cpu-strategies
 00:35:00 .venv/bin/wordbench export hf --out exports/hf

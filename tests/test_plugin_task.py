@@ -12,8 +12,8 @@ REPORT = [
     ('markdown', '# Tiny arithmetic\nAccuracy per model and strategy, from the results files.'),
     ('code', "results_dir = None\nmodels = ['a']\nout_dir = None", ['parameters']),
     ('code', "import sys\nsys.path.insert(0, %r)\nimport tiny_plugin\n"
-             "from wordbench.tasks import TASKS\nfrom wordbench.stats import accuracy_table\n"
-             "from wordbench.report import save_table\n"
+             "from wordbench.evaluate.tasks import TASKS\nfrom wordbench.stats import accuracy_table\n"
+             "from wordbench.publish.analysis import save_table\n"
              "res = TASKS['tiny-arith'].results(models, results_dir, require={'strategy': ['plain', 'words']})\n"
              "acc = accuracy_table(res)\nsave_table(acc, 'tiny_arith_report', out_dir)\nacc" % str(PLUGIN.parent)),
 ]

@@ -47,7 +47,7 @@ def overflowing_gemma_dir(tmp_path_factory):
 
 
 def _pairs():
-    from wordbench.lm import LoglikelihoodRequest
+    from wordbench.models.lm import LoglikelihoodRequest
     frames = ('The box would not fit on the shelf because the', 'After the rain the children ran to the',
               'She said that the answer to the riddle was the')
     counting = (LoglikelihoodRequest('One, two,', ' three'), LoglikelihoodRequest('One, two,', ' four'))
@@ -58,9 +58,9 @@ def _pairs():
 def test_bf16_second_pass_one_copy(llama_dir, monkeypatch, tmp_path):
     "bf16 weights: decisions equal to the float32 run, the share re-checked counted, never two copies resident."
     monkeypatch.setenv('WORDBENCH_CACHE', str(tmp_path))   # a fresh calibration store
-    import wordbench.lm_hf as lm_hf
-    from wordbench.lm import get_lm
-    from wordbench.choices import score_choices, decide
+    import wordbench.models.hf as lm_hf
+    from wordbench.models.lm import get_lm
+    from wordbench.evaluate.choices import score_choices, decide
     loaded, alive_at_load = [], []
     real = lm_hf._load_causal
     def load(*a, **k):
@@ -88,7 +88,7 @@ def test_bf16_second_pass_one_copy(llama_dir, monkeypatch, tmp_path):
 def test_float16_overflow_writes_no_nan(overflowing_gemma_dir, tmp_path, monkeypatch):
     "`wordbench score --dtype float16` on an overflowing Gemma 3: every answer finite, recomputed in float32."
     monkeypatch.setenv('WORDBENCH_CACHE', str(tmp_path/'cache'))
-    from wordbench.lm import get_lm, LoglikelihoodRequest, TopKRequest
+    from wordbench.models.lm import get_lm, LoglikelihoodRequest, TopKRequest
     f16 = get_lm('hf', overflowing_gemma_dir, dtype='float16')
     raw = f16.model(torch.tensor([[2, 651, 3207]])).logits   # the overflow is real: float16 alone gives NaN
     assert not torch.isfinite(raw).all()
@@ -113,7 +113,7 @@ def test_float16_overflow_writes_no_nan(overflowing_gemma_dir, tmp_path, monkeyp
 def test_float32_nonfinite_is_a_failure(overflowing_gemma_dir):
     "Where no float32 copy exists (a float16 model object), a non-finite score is an `LMFailure`, never a number."
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from wordbench.lm import get_lm, LMFailure, LoglikelihoodRequest, GenerateRequest
+    from wordbench.models.lm import get_lm, LMFailure, LoglikelihoodRequest, GenerateRequest
     model = AutoModelForCausalLM.from_pretrained(overflowing_gemma_dir, dtype=torch.float16)
     lm = get_lm('hf', model, tokenizer=AutoTokenizer.from_pretrained(overflowing_gemma_dir))
     res = lm.loglikelihood([LoglikelihoodRequest('The cat sat on the', ' mat')])

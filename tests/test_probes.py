@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from wordbench.cli import main
 from wordbench.core import raw_path, DataError
-from wordbench.results import read_results
+from wordbench.evaluate.results import read_results
 
 
 def run(*args) -> int:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from wordbench.results import CORE_COLUMNS, ResultSchema, read_results, results_dir, write_results
+from wordbench.evaluate.results import CORE_COLUMNS, ResultSchema, read_results, results_dir, write_results
 
 # the same 200 examples in every run; FUZZ_EXAMPLES=N draws N fresh ones instead
 EXAMPLES = settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 200)), deadline=None,
@@ -76,7 +76,7 @@ def test_there_are_committed_results():
 def test_committed_results_rewrite_byte_for_byte(path, tmp_path):
     "A committed results file read with its task's schema and written again gives the same bytes."
     from wordbench.systems import load_systems
-    from wordbench.tasks import TASKS
+    from wordbench.evaluate.tasks import TASKS
     load_systems()
     names = [n for n in TASKS if path.name.startswith(f'{n}_')]
     assert names, f'no registered task writes {path.name}'

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip('mkdocs', reason="the site's builder is not installed: `make site-env`")
 pytest.importorskip('selenium', reason='selenium is not installed: `make site-env`')
-from wordbench import site as ws  # noqa: E402
+from wordbench.publish import site as ws  # noqa: E402
 from wordbench.core import project_root  # noqa: E402
 from wordbench.systems import builtin_systems  # noqa: E402
 

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 import pandas as pd
 from .core import DataError, atomic_write, stable_hash, write_jsonl
-from .lm import CHAT_FALLBACK, LM, LMFailure, Generation, GenerateRequest, get_lm
+from .models.lm import CHAT_FALLBACK, LM, LMFailure, Generation, GenerateRequest, get_lm
 from .stats import cohen_kappa, fleiss_kappa
 
 # %% auto #0
@@ -167,7 +167,7 @@ class CallLog(LM):
         if name.startswith('__') or name == 'lm': raise AttributeError(name)
         return getattr(self.lm, name)
     def _call(self, method: str, requests, progress=None) -> list:
-        from wordbench.cache import request_key
+        from wordbench.models.cache import request_key
         t0 = time.time()
         out = getattr(self.lm, method)(requests, progress=progress)
         per = round((time.time() - t0) / max(len(requests), 1), 3)
@@ -193,7 +193,7 @@ def open_lm(model: str, # a model for `get_lm`
             options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
            ) -> LM:
     "A model as builders, `run_eval` and `wordbench score` open it: the backend, its calls logged, cached."
-    from wordbench.cache import CachedLM
+    from wordbench.models.cache import CachedLM
     lm = get_lm(backend, model, **{**(options or {}), **({'base_url': base_url} if base_url else {})})
     if log is not None: lm = CallLog(lm, log, stage)
     if not cache: return lm

@@ -8,14 +8,14 @@ import argparse, json, logging, sys
 from pathlib import Path
 from .core import UserError
 from . import resources
-from .tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
-from .tasks import env_shard, local_device, parse_shard
-from .report import ANALYSES
+from .evaluate.tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
+from .evaluate.tasks import env_shard, local_device, parse_shard
+from .publish.analysis import ANALYSES
 from .systems import load_systems, in_system_order
 from .systems import builtin_systems as builtin_systems   # re-exported: the layering test reads it here
-from .regenerate import AnalysisFailed, regenerate
+from .publish.regenerate import AnalysisFailed, regenerate
 from .errors import USER_ERRORS, user_message, error_line
-from .lm_hf import HF_DTYPES
+from .models.hf import HF_DTYPES
 
 # %% auto #0
 __all__ = ['setup_resources', 'print_report', 'parse_key_values', 'add_option', 'OneLineParser', 'report_model', 'main']
@@ -213,7 +213,7 @@ def _regenerate(a) -> int:
 # %% ../nbs/90_cli.ipynb #c26c6dfa
 def _export_parser(sub):
     "`wordbench export hf|lm-eval|inspect [--out DIR] [NAME ...]`."
-    from wordbench.export import HF_EXPORTS, LM_EVAL_EXPORTS
+    from wordbench.publish.export import HF_EXPORTS, LM_EVAL_EXPORTS
     x = sub.add_parser('export', help='write benchmarks as Hugging Face datasets or lm-eval task folders, '
                                       'results as Inspect logs')
     x.set_defaults(func=_export)
@@ -232,9 +232,9 @@ def _export_parser(sub):
 # %% ../nbs/90_cli.ipynb #b02635ab
 def _export(a) -> int:
     "`wordbench export ...`: write the exports and print their folders."
-    from wordbench.export import export_hf, export_lm_eval
+    from wordbench.publish.export import export_hf, export_lm_eval
     if a.format == 'inspect':
-        from wordbench.inspect_export import export_inspect
+        from wordbench.publish.inspect_logs import export_inspect
         paths = export_inspect(a.names or None, a.out, a.results)
     else: paths = (export_hf(a.names or None, a.out) if a.format == 'hf' else
                    export_lm_eval(a.names or None, a.out, a.hf))
@@ -255,9 +255,9 @@ def report_model(model: str, # model name for `get_lm`
                  identity: str|None=None) -> tuple[list[Path], dict]: # the results' identity the card shows
                                                                        # (or a part of it); None: the only one
     "Evaluate `model` on every task's `grid`, then write its report card; the card's files and {task: why skipped}."
-    from wordbench.report_card import write_card
-    from wordbench.results import pick_identities
-    from wordbench.tasks import SETTING_OPTIONS
+    from wordbench.publish.card import write_card
+    from wordbench.evaluate.results import pick_identities
+    from wordbench.evaluate.tasks import SETTING_OPTIONS
     names, skipped = list(tasks or [n for n, t in TASKS.items() if grid in t.grids]), {}
     if not names: raise UserError(f'no registered task has a grid {grid!r}', 'use --grid cpu or --grid full')
     for name in names if evaluate else []:
@@ -324,7 +324,7 @@ def _verify_parser(sub):
 # %% ../nbs/90_cli.ipynb #1d9b7795
 def _verify(a) -> int:
     "`wordbench verify ...`: the CPU, one table, a verdict; exit 1 on any change past the tolerance."
-    from wordbench.verify import SCORE_TOLERANCE, cpu_summary, verify, verify_summary
+    from wordbench.evaluate.verify import SCORE_TOLERANCE, cpu_summary, verify, verify_summary
     tol = SCORE_TOLERANCE if a.tolerance is None else a.tolerance
     print(f'CPU: {cpu_summary()}', flush=True)
     table = verify(a.tasks, a.models, None if a.all else a.sample, a.seed, a.grid, a.strategy_models, a.results,
@@ -363,8 +363,8 @@ def _check_server_parser(sub):
 # %% ../nbs/90_cli.ipynb #7f25bbd6
 def _check_server(a) -> int:
     "`wordbench check-server ...`: one table, a verdict; exit 1 when the server disagrees with the hf backend."
-    from wordbench.check_server import check_tasks, check_verdict, server_lms
-    from wordbench.verify import SCORE_TOLERANCE
+    from wordbench.evaluate.check_server import check_tasks, check_verdict, server_lms
+    from wordbench.evaluate.verify import SCORE_TOLERANCE
     tol = SCORE_TOLERANCE if a.tolerance is None else a.tolerance
     hf = {'batch_size': a.batch_size, **({'device': a.device} if a.device else {})}
     server, ref = server_lms(a.base_url, a.model, a.hf_model, parse_key_values(a.backend_arg), hf)
@@ -389,7 +389,7 @@ def _migrate_parser(sub):
 
 def _migrate(a) -> int:
     "`wordbench migrate-results ...`: each file, its identity, and whether it was given it now."
-    from wordbench.tasks import migrate_results
+    from wordbench.evaluate.tasks import migrate_results
     for path, identity, added in migrate_results(a.results, a.identity, a.tasks):
         print(f"{path}: {identity} ({'added' if added else 'already there'})")
     return 0
@@ -450,7 +450,7 @@ def _parser() -> argparse.ArgumentParser:
 # %% ../nbs/90_cli.ipynb #4f8a9827
 def _list(a) -> int:
     "`wordbench list WHAT`: registered names, one per line."
-    from wordbench.lm import BACKENDS, BACKEND_MODULES
+    from wordbench.models.lm import BACKENDS, BACKEND_MODULES
     backends = {**dict.fromkeys(BACKEND_MODULES), **BACKENDS}
     for name, x in {'tasks': TASKS, 'builders': BUILDERS, 'analyses': ANALYSES, 'backends': backends}[a.what].items():
         if a.grid and (name not in TASKS or a.grid not in TASKS[name].grids): continue
@@ -480,7 +480,7 @@ def _eval(a) -> int:
 def _score(a) -> int:
     "`wordbench score ...`: answer a JSONL file of requests, cached and resumable."
     from wordbench.build import open_lm
-    from wordbench.score import score_jsonl, read_score_requests
+    from wordbench.models.score import score_jsonl, read_score_requests
     read_score_requests(a.input)   # a malformed line is an error before any model loads
     lm = open_lm(a.model, a.backend, cache=not a.no_cache and (a.cache or True), chunk_size=a.chunk_size,
                  options=_lm_options(a))

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from .core import DataError, UnknownName, UserError
 from . import resources
-from .lm import BackendOptionError
+from .models.lm import BackendOptionError
 
 # %% auto #0
 __all__ = ['USER_ERRORS', 'user_message', 'openai_errors', 'error_line']

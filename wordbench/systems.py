@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib, importlib.util, os, sys
 from pathlib import Path
 from .core import project_root
-from .tasks import TASKS
+from .evaluate.tasks import TASKS
 
 # %% auto #0
 __all__ = ['SYSTEMS', 'builtin_systems', 'load_systems', 'in_system_order']

@@ -93,7 +93,7 @@ def finite(x) -> bool: return isinstance(x, (int, float)) and math.isfinite(x)
 
 def new_api() -> bool:
     "Whether the backend takes the dtype vocabulary float32/bfloat16/float16/bfloat16-autocast."
-    from wordbench import lm_hf
+    from wordbench.models import hf as lm_hf
     return 'bfloat16-autocast' in getattr(lm_hf, 'HF_DTYPES', {})
 
 
@@ -105,7 +105,7 @@ def dtype_option(dtype: str) -> str:
 
 def load_lm(folder, device: str, dtype: str = 'float32', attn: str | None = None, **kw):
     "`(lm, how)`: `get_lm('hf', folder, ...)`; with `attn`, the option, or a model loaded with it (fp32, one device)."
-    from wordbench.lm import get_lm, BackendOptionError
+    from wordbench.models.lm import get_lm, BackendOptionError
     if attn is None: return get_lm('hf', str(folder), device=device, dtype=dtype_option(dtype), **kw), 'path'
     try: return get_lm('hf', str(folder), device=device, dtype=dtype_option(dtype), attn_implementation=attn,
                        **kw), 'attn_implementation option'
@@ -130,7 +130,7 @@ def weights_dtype(lm) -> str: return str(next(lm.model.parameters()).dtype).repl
 
 
 def decisions_of(scores) -> list:
-    from wordbench.choices import decide
+    from wordbench.evaluate.choices import decide
     return [decide(s) for s in scores]
 
 
@@ -277,7 +277,7 @@ def build_model(kind: str, folder: Path, tok, quick: bool, device: str = 'cpu', 
 # ------------------------------------------------------------------------------------------------------ requests
 def make_requests(words: list[str], quick: bool, seed: int = 0) -> dict:
     "Decisions sharing 5-shot prefixes (some rows past the sliding windows), top-k, greedy and seeded requests."
-    from wordbench.lm import LoglikelihoodRequest as L, TopKRequest, GenerateRequest
+    from wordbench.models.lm import LoglikelihoodRequest as L, TopKRequest, GenerateRequest
     rng = random.Random(seed)
     sent = lambda n: ' '.join(rng.choice(words) for _ in range(n)) + '.'
     lengths = (3, 6, 10, 18) if quick else (6, 12, 24, 48)   # words per shot: rows of ~40 to ~600 tokens
@@ -331,7 +331,7 @@ def s0_environment(ctx: Ctx) -> dict:
                    sdpa_mem_efficient=torch.backends.cuda.mem_efficient_sdp_enabled(),
                    sdpa_math=torch.backends.cuda.math_sdp_enabled(),
                    sdpa_cudnn=getattr(torch.backends.cuda, 'cudnn_sdp_enabled', lambda: None)())
-    from wordbench.hf_kernels import internals_missing
+    from wordbench.models.hf_kernels import internals_missing
     env['internals_missing'] = internals_missing()
     env['expect_internals_present'] = env['internals_missing'] == []
     import wordbench
@@ -354,7 +354,7 @@ def s1_models(ctx: Ctx) -> dict:
         (info, s) = timed(build_model, kind, folder, ctx.tok, ctx.args.quick)
         info['build_s'] = s
         ctx.models[kind] = folder
-        from wordbench.lm import get_lm
+        from wordbench.models.lm import get_lm
         lm = get_lm('hf', str(folder))   # loaded by path, as a user's folder is
         info['attn_implementation'] = attn_of(lm)
         del lm
@@ -372,8 +372,8 @@ def s1_models(ctx: Ctx) -> dict:
 
 def reference_run(lm, reqs: dict, n_alone: int, first_pass: bool = True) -> dict:
     "Everything a backend computes on the check's requests (in an order safe for a second-pass re-check)."
-    from wordbench.choices import score_choices
-    from wordbench.lm_hf import generate_alone
+    from wordbench.evaluate.choices import score_choices
+    from wordbench.models.hf import generate_alone
     res = {}
     res['topk'], res['topk_s'] = timed(lm.topk, reqs['topk'], progress=False)
     gen0 = lm.counters['generated_tokens']
@@ -506,7 +506,7 @@ def s3_precision(ctx: Ctx) -> dict:
 
 def s4_attention(ctx: Ctx) -> dict:
     "Engine greedy text against `generate_alone` under eager and sdpa attention (F1: eager ignores bool masks)."
-    from wordbench.lm_hf import generate_alone
+    from wordbench.models.hf import generate_alone
     reqs = ctx.reqs['greedy']
     rows = []
     for kind in ('llama-s', 'gemma2-s'):
@@ -543,7 +543,7 @@ def big_model(ctx: Ctx) -> Path:
 
 
 def long_requests(ctx: Ctx, n: int, words: int, seed: int):
-    from wordbench.lm import LoglikelihoodRequest as L
+    from wordbench.models.lm import LoglikelihoodRequest as L
     _, vocab = corpus()
     rng = random.Random(seed)
     return [L(' '.join(rng.choice(vocab) for _ in range(words)), ' ' + ' '.join(rng.sample(vocab, 6)))
@@ -655,7 +655,7 @@ def s6_device_map(ctx: Ctx) -> dict:
 
 
 def _score(lm, decisions):
-    from wordbench.choices import score_choices
+    from wordbench.evaluate.choices import score_choices
     return score_choices(lm, decisions).scores
 
 
@@ -751,7 +751,7 @@ def s9_identity(ctx: Ctx) -> dict:
         out['expect_cuda_marked'] = all(':cuda' in v['identity'] for v in ctx.identities.values()
                                         if v['computes'].split()[1].startswith('cuda'))
     try:
-        from wordbench.cache import CachedLM
+        from wordbench.models.cache import CachedLM
     except ImportError as e:
         out['cached_lm'] = f'not run: {e}'
         return out

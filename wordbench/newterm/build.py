@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash
 from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_annotations
-from ..lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
+from ..models.lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm
 from .prompts import deduce_system, deduce_user

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/28a_newterm_export.ipynb #c0b8891b
 from __future__ import annotations
-from ..export import HFConfig, HFExport, LmEvalExport, fn, register_hf_export, register_lm_eval_export
+from ..publish.export import HFConfig, HFExport, LmEvalExport, fn, register_hf_export, register_lm_eval_export
 from ..prompts import render_chat
 from .items import ITEM_TASKS, has_clean, load_items
 from .prompts import CSJ_WORDS, choice_requests, messages, parse_reply

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 import pandas as pd
-from ..report_card import Card, ours_row, ref_row, majority_row, register_card, degenerate
+from ..publish.card import Card, ours_row, ref_row, majority_row, register_card, degenerate
 from ..stats import paired_units
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
 from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import CHOICES` works

@@ -10,7 +10,7 @@ from pathlib import Path
 from string import Formatter
 from typing import Sequence
 from ..core import UserError, raw_root, seeded_rng
-from ..lm import GenerateRequest, LoglikelihoodRequest
+from ..models.lm import GenerateRequest, LoglikelihoodRequest
 from ..seeds import checked_text, paper_quotes, seed_row
 from ..prompts import LETTERS, conversation, first_group, first_token_in, lettered, only_quoted
 

@@ -9,11 +9,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
-from ..lm import LM, LMFailure, GenerateRequest
-from ..choices import decide, unique_best
+from ..models.lm import LM, LMFailure, GenerateRequest
+from ..evaluate.choices import decide, unique_best
 from ..prompts import LETTERS, lettered, redact_echo, written
-from ..results import CORE_COLUMNS, ResultSchema
-from ..tasks import Task, Option, by_context, register_task
+from ..evaluate.results import CORE_COLUMNS, ResultSchema
+from ..evaluate.tasks import Task, Option, by_context, register_task
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, deduce_system, deduce_user, COMPLETION_STOP, completion_prompt,

@@ -4,8 +4,8 @@
 
 # %% ../../nbs/39_probes.ipynb #a4afa78e
 from __future__ import annotations
-from ..tasks import Builder, Option, builder_options, register_builder
-from ..report import Analysis, register_analysis
+from ..evaluate.tasks import Builder, Option, builder_options, register_builder
+from ..publish.analysis import Analysis, register_analysis
 from . import sources, items, published, paper, power  # noqa: F401  (registers sources, task)
 from . import task, temp, build, export  # noqa: F401  (registers sources, task)
 from . import card  # noqa: F401  (registers the report card)

@@ -14,7 +14,7 @@ import pandas as pd
 from ..core import project_root, seeded_rng, stable_hash
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
-from ..lm import GenerateRequest, LMFailure
+from ..models.lm import GenerateRequest, LMFailure
 from ..build import Funnel, RunDir, open_lm
 from .items import probe_items
 
@@ -341,7 +341,7 @@ def generate_dataset(kind: str='neg-gen', # a key of `GENERATION`
                      cache=True # the response cache (True: default file; a path; False: none)
                     ) -> dict:
     "Generate `prompts` completions, clean them, write the log, fates, kept pairs and rejection table; the report."
-    from wordbench.results import model_slug
+    from wordbench.evaluate.results import model_slug
     if protocol not in ('completion', 'chat', 'auto'):
         raise ValueError(f'protocol {protocol!r}: completion, chat or auto')
     setup, run = GENERATION[kind], RunDir(Path(out) if out else project_root()/'data'/'probes'/'generated')

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import functools
 import pandas as pd
-from ..report_card import Card, ref_row, register_card
+from ..publish.card import Card, ref_row, register_card
 from .paper import KNOWN_CAUSES
 from .published import PUBLISHED_MODELS, published_scores
 from .items import probe_items, frequency_baseline

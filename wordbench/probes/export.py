@@ -4,7 +4,7 @@
 
 # %% ../../nbs/38_probes_export.ipynb #93cab338
 from __future__ import annotations
-from ..export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
+from ..publish.export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
 from .items import probe_items
 from .sources import PROBE_DATASETS
 

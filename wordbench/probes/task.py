@@ -10,9 +10,9 @@ from typing import Sequence
 from fastcore.basics import patch
 import numpy as np
 import pandas as pd
-from ..lm import LMFailure, LoglikelihoodRequest, TopKRequest
-from ..results import ResultSchema
-from ..tasks import Option, Task, register_task
+from ..models.lm import LMFailure, LoglikelihoodRequest, TopKRequest
+from ..evaluate.results import ResultSchema
+from ..evaluate.tasks import Option, Task, register_task
 from .sources import PROBE_DATASETS
 from .items import probe_items
 from .published import RULES, item_hits, hit_metrics

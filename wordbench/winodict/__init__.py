@@ -4,8 +4,8 @@
 
 # %% ../../nbs/19_winodict.ipynb #05ce2b40
 from __future__ import annotations
-from ..tasks import Builder, Option, register_builder
-from ..report import Analysis, register_analysis
+from ..evaluate.tasks import Builder, Option, register_builder
+from ..publish.analysis import Analysis, register_analysis
 from . import sources, words, build, prompts  # noqa: F401  (registers sources and tasks)
 from . import task, foreign, export  # noqa: F401  (registers sources and tasks)
 from . import paper  # noqa: F401  (registers the report card)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/16_winodict_export.ipynb #9ae48287
 from __future__ import annotations
-from ..export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
+from ..publish.export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
 from .prompts import get_strategy, query_parts
 from .items import load_items
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 import pandas as pd
-from ..report_card import Card, ours_row, ref_row, majority_row, register_card
+from ..publish.card import Card, ours_row, ref_row, majority_row, register_card
 from .task import once_per_twin
 
 # %% auto #0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from ..core import seeded_rng
-from ..lm import LoglikelihoodRequest
+from ..models.lm import LoglikelihoodRequest
 
 # %% auto #0
 __all__ = ['DEFINITION_TEMPLATES', 'SYNONYM_TEMPLATE', 'EXAMPLE_SEP', 'PART_SEP', 'SHIFT_TAGS', 'TAG_ALIASES', 'SHIFT_WORDS',

@@ -10,11 +10,11 @@ from typing import Sequence
 import pandas as pd
 from fastcore.basics import patch
 from ..core import hash_sample
-from ..lm import LMFailure, LoglikelihoodRequest
-from ..choices import decide
-from ..results import ResultSchema
+from ..models.lm import LMFailure, LoglikelihoodRequest
+from ..evaluate.choices import decide
+from ..evaluate.results import ResultSchema
 from ..stats import accuracy_table
-from ..tasks import Task, Job, Option, register_task
+from ..evaluate.tasks import Task, Job, Option, register_task
 from .items import load_items
 # re-exported for the analysis templates, which import them from here
 from .items import BUILD_COMMAND as BUILD_COMMAND, default_dataset as default_dataset

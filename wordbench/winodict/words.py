@@ -355,7 +355,7 @@ def plot_words_vs_released(tidy: pd.DataFrame # `words_vs_released` output
     import matplotlib.pyplot as plt, seaborn as sns
     n = tidy.source.value_counts()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    from wordbench.report import PALETTE
+    from wordbench.publish.analysis import PALETTE
     palette = {k: PALETTE[k] for k in ('ours', 'released')}
     sns.histplot(tidy, x='score', hue='source', stat='density', common_norm=False, element='step', binwidth=1,
                  palette=palette, ax=axes[0])

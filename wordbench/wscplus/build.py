@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import project_root, raw_path, stable_hash
-from ..lm import GenerateRequest, LMFailure
+from ..models.lm import GenerateRequest, LMFailure
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo

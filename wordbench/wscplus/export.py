@@ -4,7 +4,7 @@
 
 # %% ../../nbs/47_wscplus_export.ipynb #17f04e6d
 from __future__ import annotations
-from ..export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
+from ..publish.export import HFConfig, HFExport, LmEvalExport, register_hf_export, register_lm_eval_export
 from .splits import load_items
 from .extract import DIGIT_SEMICOLON
 from .prompts import EVAL_TEMPLATES, build_eval_prompt, score_context

@@ -8,7 +8,7 @@ import math
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from ..choices import unique_best
+from ..evaluate.choices import unique_best
 from ..stats import mcnemar_exact_p, wilson_ci
 from .sources import WSCPLUS_TYPES
 from .extract import TAXONOMY, taxonomy

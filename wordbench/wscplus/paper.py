@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from ..stats import paired_units
-from ..report_card import DEGENERATE_P, Card, ours_row, ref_row, register_card
+from ..publish.card import DEGENERATE_P, Card, ours_row, ref_row, register_card
 from .metrics import calibrate_scored, pmi_scored
 
 # %% auto #0

@@ -9,10 +9,10 @@ from dataclasses import replace
 from typing import NamedTuple
 from fastcore.basics import patch
 from ..core import stable_hash
-from ..lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
-from ..choices import decide
-from ..results import ResultSchema
-from ..tasks import Task, Option, by_context, register_task
+from ..models.lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
+from ..evaluate.choices import decide
+from ..evaluate.results import ResultSchema
+from ..evaluate.tasks import Task, Option, by_context, register_task
 from .sources import WSCPLUS_TYPES
 from .splits import load_items
 from .prompts import (ANSWER_CUE, EVAL_TEMPLATES, LISTED_TEMPLATES, build_eval_prompt, build_query,
