@@ -21,7 +21,8 @@ def tiny_task():
     "The plugin's task, loaded here as `WORDBENCH_PLUGINS` loads it in the subprocesses."
     import importlib.util
     from wordbench.publish.analysis import ANALYSES
-    from wordbench.evaluate.tasks import BUILDERS, TASKS
+    from wordbench.build import BUILDERS
+    from wordbench.evaluate.tasks import TASKS
     registries = (TASKS, BUILDERS, ANALYSES)
     before = [dict(r) for r in registries]
     spec = importlib.util.spec_from_file_location('tiny_plugin', PLUGIN)

@@ -6,7 +6,7 @@ from wordbench.core import stable_hash
 from wordbench.models.cache import CachedLM
 from wordbench.prompts import LETTERS
 from wordbench.newterm.items import load_items
-from wordbench.build import ScriptedLM
+from wordbench.models.dummy import ScriptedLM
 from wordbench.newterm.build import Pipeline, coma_candidates, csj_candidates, prompt_kind, run_pipeline
 
 

@@ -41,7 +41,7 @@ def test_eval_cli_runs_every_protocol_and_reruns_to_the_same_bytes(tmp_path):
 
 def test_generation_builder_counts_failures_and_keeps_good_objects(tmp_path):
     "A reply with one good and one broken object keeps one row and counts one failure; the CLI builder runs."
-    from wordbench.build import ScriptedLM
+    from wordbench.models.dummy import ScriptedLM
     from wordbench.wscplus.build import run_generation, generation_plan, known_statements
     good = json.dumps(dict(statement='Ann thanked Bea because she had helped.', pronoun='she',
                            snippet='she had helped', options=['Ann', 'Bea'], answer=1, reason='r'))

@@ -8,7 +8,9 @@ import argparse, json, logging, sys
 from pathlib import Path
 from .core import UserError
 from . import resources
-from .evaluate.tasks import TASKS, BUILDERS, Option, builder_kwargs, run_eval
+from .evaluate.tasks import TASKS, run_eval
+from .build import BUILDERS, builder_kwargs
+from .core import Option
 from .evaluate.tasks import env_shard, local_device, parse_shard
 from .publish.analysis import ANALYSES
 from .systems import load_systems, in_system_order
@@ -479,7 +481,7 @@ def _eval(a) -> int:
 # %% ../nbs/90_cli.ipynb #e4e7b374
 def _score(a) -> int:
     "`wordbench score ...`: answer a JSONL file of requests, cached and resumable."
-    from wordbench.build import open_lm
+    from wordbench.models.open import open_lm
     from wordbench.models.score import score_jsonl, read_score_requests
     read_score_requests(a.input)   # a malformed line is an error before any model loads
     lm = open_lm(a.model, a.backend, cache=not a.no_cache and (a.cache or True), chunk_size=a.chunk_size,

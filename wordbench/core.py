@@ -4,16 +4,17 @@
 
 # %% ../nbs/00_core.ipynb #8585c492
 from __future__ import annotations
-import os, json, random, hashlib, warnings, contextlib, tempfile
+import os, json, random, re, hashlib, inspect, warnings, contextlib, tempfile
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 # %% auto #0
 __all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName', 'Registry',
            'DataError', 'UserError', 'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock',
            'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance',
-           'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample']
+           'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample', 'Option', 'parse_flag', 'option_type',
+           'options_from']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -257,3 +258,44 @@ def hash_sample(keys: Iterable, # ids to choose from (repeats are ignored)
     "The `n` distinct keys with the smallest `stable_hash(salt, key)`, in that hash order."
     ranked = sorted(dict.fromkeys(keys), key=lambda k: stable_hash(salt, k))
     return ranked if n is None else ranked[:n]
+
+# %% ../nbs/00_core.ipynb #82483817
+@dataclass(frozen=True)
+class Option:
+    "A task, builder or command option, as the command line shows it."
+    help: str                # one line
+    type: type = str         # str, int, float
+    nargs: str|None = None   # '+' for a list
+    default: object = None   # the value when not given
+
+# %% ../nbs/00_core.ipynb #c1104725
+def parse_flag(text: str) -> bool:
+    "A yes/no option's value: 1/0, true/false, yes/no (any case)."
+    v = str(text).strip().lower()
+    if v in ('1', 'true', 'yes', 'y', 'on'): return True
+    if v in ('0', 'false', 'no', 'n', 'off'): return False
+    raise ValueError(f'expected yes or no (1/0, true/false), got {text!r}')
+
+# %% ../nbs/00_core.ipynb #3194dfd8
+def option_type(anno) -> tuple:
+    "`(type, nargs)` of a parameter annotation: a list of X takes '+'; int, float, bool alone are typed; else str."
+    s = anno if isinstance(anno, str) else getattr(anno, '__name__', str(anno))
+    inner = re.fullmatch(r'\s*(?:Sequence|list|tuple|List|Tuple)\[\s*(\w+)[^\]]*\]\s*(?:\|\s*None)?\s*', s)
+    nargs = '+' if inner else None
+    parts = [x.strip() for x in (inner.group(1) if inner else s).split('|') if x.strip() not in ('None', '')]
+    known = {'int': int, 'float': float, 'bool': parse_flag}
+    return (known[parts[0]] if len(parts) == 1 and parts[0] in known else str), nargs
+
+# %% ../nbs/00_core.ipynb #7cd2f391
+def options_from(fn: Callable, # a function whose parameters carry comments (docments)
+                    skip: Sequence[str]=() # parameters the command line does not offer
+                   ) -> dict:
+    "name -> `Option` of each parameter of `fn`: help from its comment, type and default from the signature."
+    from fastcore.docments import docments
+    out = {}
+    for name, d in docments(fn, full=True).items():
+        if name == 'return' or name in skip: continue
+        if not d['docment']: raise ValueError(f'{fn.__qualname__}: parameter {name!r} has no comment (docments)')
+        default = None if d['default'] is inspect.Parameter.empty else d['default']
+        out[name] = Option(d['docment'], *option_type(d['anno']), default=default)
+    return out

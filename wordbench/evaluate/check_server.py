@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Sequence
 import pandas as pd
-from ..build import open_lm
+from ..models.open import open_lm
 from ..models.lm import LM, LMFailure, LoglikelihoodRequest
 from .tasks import TASKS, Job, Task
 from .verify import SCORE_TOLERANCE, grid_sources, sample_rows

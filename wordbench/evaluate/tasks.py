@@ -4,26 +4,25 @@
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #626d9aef
 from __future__ import annotations
-import inspect, itertools, json, logging, os, re, time, warnings
+import itertools, json, logging, os, re, time, warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 import pandas as pd
 from fastcore.basics import patch
 from ..core import Registry, UserError, file_lock
 from ..models.lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
-from ..build import open_lm
+from ..models.open import open_lm
 from .choices import score_choices
 from .results import ResultSchema, add_identity, load_results, read_results, results_dir, results_path
 from .run_record import job_key, record_paths, run_config, run_record, write_run_record
 from .results import update_results
 
 # %% auto #0
-__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'BUILDERS', 'Setting', 'grid', 'Option', 'Job', 'Task', 'by_context',
-           'register_task', 'Shard', 'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows',
-           'decode_together', 'run_eval', 'default_identity', 'migrate_results', 'Builder', 'register_builder',
-           'parse_flag', 'option_type', 'builder_options', 'builder_kwargs']
+__all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'Setting', 'grid', 'Job', 'Task', 'by_context', 'register_task', 'Shard',
+           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
+           'run_eval', 'default_identity', 'migrate_results']
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -46,15 +45,6 @@ def grid(strategies: Sequence[str], # strategy names
     seeds = list(seeds)
     return [Setting(s, k, seed) for s in strategies for k in shots
             for seed in (seeds if k or seeded_zero_shot else seeds[:1])]
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #82483817
-@dataclass(frozen=True)
-class Option:
-    "A task or builder option, as the command line shows it."
-    help: str                # one line
-    type: type = str         # str, int, float
-    nargs: str|None = None   # '+' for a list
-    default: object = None   # the value when not given
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #7b00cc2e
 class Job(NamedTuple):
@@ -340,67 +330,3 @@ def migrate_results(folder=None, # results folder (default `data/results`)
                                 f'pass --identity {ran}')
             out.append((path, ident, add_identity(path, TASKS[name].schema, ident)))
     return out
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #3e774be3
-@dataclass
-class Builder:
-    "How `wordbench build NAME` builds a dataset."
-    name: str                 # the system or dataset name
-    build: Callable           # build(**options) -> a JSON-able report
-    title: str = ''           # one line for `--help`
-    options: dict = field(default_factory=dict)  # name -> `Option` (default: `builder_options(build)`)
-    main: bool = True         # run by `make figures` (deterministic and cheap); else only on request
-    presets: dict = field(default_factory=dict)  # name -> {option: value}: named settings (`--preset NAME`)
-    def __post_init__(self):
-        if not self.options: self.options = builder_options(self.build)
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #2910763c
-BUILDERS = Registry('builder')
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #75497959
-def register_builder(builder: Builder) -> Builder:
-    "Register `builder` under its name."
-    return BUILDERS.register(builder.name, builder)
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #c1104725
-def parse_flag(text: str) -> bool:
-    "A yes/no option's value: 1/0, true/false, yes/no (any case)."
-    v = str(text).strip().lower()
-    if v in ('1', 'true', 'yes', 'y', 'on'): return True
-    if v in ('0', 'false', 'no', 'n', 'off'): return False
-    raise ValueError(f'expected yes or no (1/0, true/false), got {text!r}')
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #3194dfd8
-def option_type(anno) -> tuple:
-    "`(type, nargs)` of a parameter annotation: a list of X takes '+'; int, float, bool alone are typed; else str."
-    s = anno if isinstance(anno, str) else getattr(anno, '__name__', str(anno))
-    inner = re.fullmatch(r'\s*(?:Sequence|list|tuple|List|Tuple)\[\s*(\w+)[^\]]*\]\s*(?:\|\s*None)?\s*', s)
-    nargs = '+' if inner else None
-    parts = [x.strip() for x in (inner.group(1) if inner else s).split('|') if x.strip() not in ('None', '')]
-    known = {'int': int, 'float': float, 'bool': parse_flag}
-    return (known[parts[0]] if len(parts) == 1 and parts[0] in known else str), nargs
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #7cd2f391
-def builder_options(fn: Callable, # a build function whose parameters carry comments (docments)
-                    skip: Sequence[str]=() # parameters the command line does not offer
-                   ) -> dict:
-    "name -> `Option` of each parameter of `fn`: help from its comment, type and default from the signature."
-    from fastcore.docments import docments
-    out = {}
-    for name, d in docments(fn, full=True).items():
-        if name == 'return' or name in skip: continue
-        if not d['docment']: raise ValueError(f'{fn.__qualname__}: parameter {name!r} has no comment (docments)')
-        default = None if d['default'] is inspect.Parameter.empty else d['default']
-        out[name] = Option(d['docment'], *option_type(d['anno']), default=default)
-    return out
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #9d87950e
-def builder_kwargs(builder: Builder, # a registered builder
-                   given: dict, # option -> value from the command line (None: not given)
-                   preset: str|None=None # a key of `builder.presets`
-                  ) -> dict:
-    "The keyword arguments of `builder.build`: the preset's values, overridden by the options given."
-    if preset is not None and preset not in builder.presets:
-        raise UserError(f'builder {builder.name} has no preset {preset!r}',
-                        f"use one of: {', '.join(builder.presets) or '(none)'}")
-    return {**builder.presets.get(preset, {}), **{k: v for k, v in given.items() if v is not None}}

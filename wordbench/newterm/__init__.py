@@ -5,7 +5,7 @@
 # %% ../../nbs/29_newterm.ipynb #f39e8018
 from __future__ import annotations
 from ..publish.analysis import Analysis, register_analysis
-from ..evaluate.tasks import Builder, register_builder
+from ..build import Builder, register_builder
 from . import sources, items, prompts, task, scores  # noqa: F401  (registers)
 from . import errors, terms, build_prompts, build, export  # noqa: F401  (registers)
 from . import paper  # noqa: F401  (registers the report cards)

@@ -12,7 +12,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from ..core import UserError, hash_sample, project_root, seeded_rng, stable_hash
-from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_annotations
+from ..build import Funnel, RunDir, agreement, annotation_sheet, read_annotations
+from ..models.open import open_lm
 from ..models.lm import LM, LMFailure, GenerateRequest, LoglikelihoodRequest
 from ..prompts import LETTERS, lettered
 from .sources import load_newterm

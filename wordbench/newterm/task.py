@@ -13,7 +13,8 @@ from ..models.lm import LM, LMFailure, GenerateRequest
 from ..evaluate.choices import decide, unique_best
 from ..prompts import LETTERS, lettered, redact_echo, written
 from ..evaluate.results import CORE_COLUMNS, ResultSchema
-from ..evaluate.tasks import Task, Option, by_context, register_task
+from ..evaluate.tasks import Task, by_context, register_task
+from ..core import Option
 from .items import ITEM_TASKS, load_items, sample_items, term_type
 from .sources import load_newterm
 from .prompts import (STRATEGIES, deduce_system, deduce_user, COMPLETION_STOP, completion_prompt,

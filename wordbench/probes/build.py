@@ -15,7 +15,8 @@ from ..core import project_root, seeded_rng, stable_hash
 from ..seeds import paper_quotes, seed_line
 from ..prompts import redact_echo
 from ..models.lm import GenerateRequest, LMFailure
-from ..build import Funnel, RunDir, open_lm
+from ..build import Funnel, RunDir
+from ..models.open import open_lm
 from .items import probe_items
 
 # %% auto #0

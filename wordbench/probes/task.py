@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from ..models.lm import LMFailure, LoglikelihoodRequest, TopKRequest
 from ..evaluate.results import ResultSchema
-from ..evaluate.tasks import Option, Task, register_task
+from ..core import Option
+from ..evaluate.tasks import Task, register_task
 from .sources import PROBE_DATASETS
 from .items import probe_items
 from .published import RULES, item_hits, hit_metrics

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/19_winodict.ipynb #05ce2b40
 from __future__ import annotations
-from ..evaluate.tasks import Builder, Option, register_builder
+from ..build import Builder, register_builder
+from ..core import Option
 from ..publish.analysis import Analysis, register_analysis
 from . import sources, words, build, prompts  # noqa: F401  (registers sources and tasks)
 from . import task, foreign, export  # noqa: F401  (registers sources and tasks)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Sequence
 import pandas as pd
 from ..core import check_record
-from ..evaluate.tasks import Option, register_task
+from ..core import Option
+from ..evaluate.tasks import register_task
 from .sources import load_foreign_words
 from .items import ITEM_SCHEMA
 from .words import assign_roots, synthetic_words

@@ -14,7 +14,8 @@ from ..models.lm import LMFailure, LoglikelihoodRequest
 from ..evaluate.choices import decide
 from ..evaluate.results import ResultSchema
 from ..stats import accuracy_table
-from ..evaluate.tasks import Task, Job, Option, register_task
+from ..evaluate.tasks import Task, Job, register_task
+from ..core import Option
 from .items import load_items
 # re-exported for the analysis templates, which import them from here
 from .items import BUILD_COMMAND as BUILD_COMMAND, default_dataset as default_dataset

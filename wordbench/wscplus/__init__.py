@@ -4,7 +4,8 @@
 
 # %% ../../nbs/49_wscplus.ipynb #80cf64b0
 from __future__ import annotations
-from ..evaluate.tasks import Builder, Option, register_builder
+from ..build import Builder, register_builder
+from ..core import Option
 from ..publish.analysis import Analysis, register_analysis
 from . import sources, splits, prompts, extract  # noqa: F401  (registers sources and the task)
 from . import task, metrics, build, export  # noqa: F401  (registers sources and the task)

@@ -14,7 +14,8 @@ from ..models.lm import GenerateRequest, LMFailure
 from .sources import load_wscplus
 from .splits import normalise_text, COPY_THRESHOLD
 from ..prompts import redact_echo
-from ..build import Funnel, RunDir, agreement, annotation_sheet, open_lm, read_annotations
+from ..build import Funnel, RunDir, agreement, annotation_sheet, read_annotations
+from ..models.open import open_lm
 
 # %% auto #0
 __all__ = ['GEN_TEMPLATES', 'GEN_QUERIES', 'OFFENSIVE_BIASES', 'ALLOWED_PRONOUNS', 'OUTPUT_FORMAT', 'PITFALLS', 'GEN_KEYS',

@@ -12,7 +12,8 @@ from ..core import stable_hash
 from ..models.lm import LMFailure, GenerateRequest, LoglikelihoodRequest, cut_at_stop
 from ..evaluate.choices import decide
 from ..evaluate.results import ResultSchema
-from ..evaluate.tasks import Task, Option, by_context, register_task
+from ..evaluate.tasks import Task, by_context, register_task
+from ..core import Option
 from .sources import WSCPLUS_TYPES
 from .splits import load_items
 from .prompts import (ANSWER_CUE, EVAL_TEMPLATES, LISTED_TEMPLATES, build_eval_prompt, build_query,
