@@ -6,17 +6,15 @@
 from __future__ import annotations
 import argparse, json, logging, sys
 from pathlib import Path
-from .core import UserError
+from .core import USER_ERRORS, Option, UserError, error_line, user_message
 from . import resources
 from .evaluate.tasks import TASKS, run_eval
 from .build import BUILDERS, builder_kwargs
-from .core import Option
 from .evaluate.tasks import env_shard, local_device, parse_shard
 from .publish.analysis import ANALYSES
 from .systems import load_systems, in_system_order
 from .systems import builtin_systems as builtin_systems   # re-exported: the layering test reads it here
 from .publish.regenerate import AnalysisFailed, regenerate
-from .errors import USER_ERRORS, user_message, error_line
 from .models.hf import HF_DTYPES
 
 # %% auto #0

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 # %% auto #0
-__all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName', 'Registry',
-           'DataError', 'UserError', 'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock',
+__all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'USER_ERRORS', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName',
+           'Registry', 'DataError', 'UserError', 'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock',
            'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance',
            'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample', 'Option', 'parse_flag', 'option_type',
-           'options_from']
+           'options_from', 'UserFixable', 'user_message', 'openai_errors', 'error_line']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -299,3 +299,41 @@ def options_from(fn: Callable, # a function whose parameters carry comments (doc
         default = None if d['default'] is inspect.Parameter.empty else d['default']
         out[name] = Option(d['docment'], *option_type(d['anno']), default=default)
     return out
+
+# %% ../nbs/00_core.ipynb #685274d2
+class UserFixable(Exception):
+    "Mixin of an error type a user can fix; `user_fix` is the advice its one line ends with ('' when it says it)."
+    user_fix: str = ''
+
+USER_ERRORS = (UserError, DataError, UnknownName, UserFixable, FileNotFoundError, PermissionError,
+               IsADirectoryError, NotADirectoryError, FileExistsError)
+
+# %% ../nbs/00_core.ipynb #44d2805c
+_FIXES = {FileNotFoundError: 'check the path', PermissionError: 'fix its permissions or choose another path',
+          IsADirectoryError: 'give a file, not a folder',
+          NotADirectoryError: 'a part of the path is a file: fix the path',
+          FileExistsError: 'a file is in the way: choose another path', DataError: 'correct or remove that line',
+          UnknownName: 'use one of the known names'}
+
+def user_message(e: BaseException) -> str:
+    "The one line `wordbench` prints for a user error: what is wrong, then how to fix it."
+    if isinstance(e, OSError) and e.filename and e.strerror: msg = f'{e.filename}: {e.strerror}'
+    else: msg = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    fix = next((f for t, f in _FIXES.items() if isinstance(e, t)), getattr(e, 'user_fix', ''))
+    return msg + (f'; fix: {fix}' if fix and 'fix:' not in msg.lower() else '')
+
+# %% ../nbs/00_core.ipynb #79d52560
+def openai_errors() -> tuple[type, ...]:
+    "The `openai` client's error types, or none when the package is not installed."
+    try: import openai
+    except ImportError: return ()
+    return (openai.OpenAIError,)
+
+# %% ../nbs/00_core.ipynb #c15d35a0
+def error_line(e: BaseException) -> str|None:
+    "The one-line message of `e` when a user can fix it, else None (a bug, shown with its traceback)."
+    if isinstance(e, USER_ERRORS): return user_message(e)
+    if isinstance(e, openai_errors()):
+        return (f'the server failed or sent a reply that is not what the OpenAI API returns ({type(e).__name__}: '
+                f'{user_message(e)}); fix: check --base-url, the model name and OPENAI_API_KEY')
+    return None

@@ -8,7 +8,7 @@ import os, shutil, json, importlib, importlib.util, importlib.metadata, functool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-from .core import cache_dir, file_sha256
+from .core import UserFixable, cache_dir, file_sha256
 
 # %% auto #0
 __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPACY_FIX', 'LOCAL_MODELS', 'EMBEDDING_FIX',
@@ -18,7 +18,7 @@ __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPA
            'model_identity', 'embedding_model', 'doctor']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
-class ResourceMissing(RuntimeError):
+class ResourceMissing(UserFixable, RuntimeError):
     "A resource is not installed; the message ends with the command that installs it."
     def __init__(self, what: str, fix: str):
         self.what, self.fix = what, fix
@@ -183,7 +183,7 @@ def materialise_local_model(name: str) -> Path:
     return dest
 
 # %% ../nbs/01_resources.ipynb #1c2520d0
-class ModelNotFound(ValueError):
+class ModelNotFound(UserFixable, ValueError):
     "A model name that is not a local short name, not a model folder, and not loadable from the hub."
     def __init__(self, name: str, why: str=''):
         self.name = name

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 import re
 from typing import Sequence
-from ..core import Registry
+from ..core import Registry, UserFixable
 
 # %% auto #0
 __all__ = ['CHAT_ROLES', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest',
@@ -142,8 +142,9 @@ def register_backend(name: str): # the name `get_lm` knows the backend by
     return deco
 
 # %% ../../nbs/03_models_lm.ipynb #8cb68421
-class BackendOptionError(TypeError):
+class BackendOptionError(UserFixable, TypeError):
     "A backend option that the backend does not take."
+    user_fix = 'use one of its options'
 
 # %% ../../nbs/03_models_lm.ipynb #73e45811
 def get_lm(backend: str, # a registered backend: 'hf', 'hf-mlm', 'dummy', 'openai', ...
