@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 import pandas as pd
 from ..core import UserError
-from ..models.lm import LM, GenerateRequest, TopKRequest
+from ..models.lm import GenerateRequest, TopKRequest
+from ..models.dummy import PromptLM
 from ..evaluate.results import read_results, results_dir
 from ..stats import bootstrap_ci, wilson_ci
 from ..evaluate.tasks import TASKS, Setting, Task
@@ -19,18 +20,9 @@ if TYPE_CHECKING:
     from inspect_ai.model import ModelOutput
 
 # %% auto #0
-__all__ = ['OPTION_LOGPROB', 'RULE_COLUMNS', 'SCORE_COLUMN', 'PromptLM', 'chat_messages', 'request_input', 'plain',
-           'option_logprobs', 'model_output', 'row_scores', 'sample_id', 'render_requests', 'row_sample',
-           'score_metrics', 'eval_log', 'export_inspect', 'inspect_bundle']
-
-# %% ../../nbs/09d_publish_inspect_logs.ipynb #5c7b53d2
-class PromptLM(LM):
-    "A stand-in model that only renders prompts: `Task.for_lm` reads whether it takes chat messages."
-    backend = 'prompt'
-    def __init__(self, model: str, # the `model` column the prompts are rendered for
-                 chat: bool=False): # whether the model was asked in chat messages
-        self.model, self.supports_chat = model, chat
-    def identity(self) -> str: return self.model
+__all__ = ['OPTION_LOGPROB', 'RULE_COLUMNS', 'SCORE_COLUMN', 'chat_messages', 'request_input', 'plain', 'option_logprobs',
+           'model_output', 'row_scores', 'sample_id', 'render_requests', 'row_sample', 'score_metrics', 'eval_log',
+           'export_inspect', 'inspect_bundle']
 
 # %% ../../nbs/09d_publish_inspect_logs.ipynb #25ddf47a
 def chat_messages(pairs: Sequence[tuple[str, str]] # `(role, content)` pairs: system, user, assistant
