@@ -121,12 +121,13 @@ def test_debug_shows_the_traceback(files):
 
 
 def test_missing_papers_is_one_line(files):
-    "No system reads a paper when it loads; a command that needs one (the exports' titles) says so in one line."
+    "No system reads a paper when it loads; a command that needs one (the probes' generation) says so in one line."
     d, env = files
     env = {**env, 'WORDBENCH_SEEDS': str(d/'no-papers')}
     assert wordbench('list', 'tasks', env=env).returncode == 0
-    p = wordbench('export', 'hf', '--out', d/'export', env=env)
+    p = wordbench('build', 'probes-generate', '--backend', 'dummy', '--model', 'm', '--prompts', 1, '--out', d/'gen',
+                  env=env)
     errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
     assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-3000:]
     assert len(errors) == 1 and 'not found' in errors[0] and 'fix: set WORDBENCH_SEEDS' in errors[0], p.stderr
-    assert 'arXiv:2209.12153' in errors[0], errors[0]
+    assert 'arXiv:2303.16445' in errors[0], errors[0]

@@ -41,3 +41,11 @@ def test_dummy_eval(no_papers, tmp_path, task, options):
                     '--no-cache')
     assert out.returncode == 0, out.stderr[-2000:]
     assert (tmp_path/f'{task}_m.csv.gz').is_file()
+
+
+def test_exports_take_titles_from_the_manifest(no_papers, tmp_path):
+    "The exports' citations take each paper's title from `data/papers.csv`, so exporting needs no paper."
+    out = wordbench(no_papers, 'export', 'hf', '--out', tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    card = (tmp_path/'winodict'/'README.md').read_text()
+    assert 'title = {{WinoDict}: Probing' in card, card[-1500:]

@@ -12,10 +12,10 @@ from typing import Iterable
 from .core import UserError, project_root, raw_root
 
 # %% auto #0
-__all__ = ['SEED_SPAN', 'SEEDS_FIX', 'PAPERS', 'ITEM_SKIP', 'PROSE_LETTERS', 'seeds_root', 'paper_name', 'normalise', 'shingles',
-           'shared_spans', 'data_items', 'data_corpus', 'is_data', 'is_prose', 'file_views', 'prose_spans',
-           'tracked_files', 'seed_index', 'seed_copies', 'checked_text', 'seed_lines', 'seed_row', 'seed_line',
-           'paper_title', 'apply_edits', 'paper_quotes']
+__all__ = ['SEED_SPAN', 'SEEDS_FIX', 'PAPERS_CSV', 'ITEM_SKIP', 'PROSE_LETTERS', 'seeds_root', 'papers', 'paper_name',
+           'normalise', 'shingles', 'shared_spans', 'data_items', 'data_corpus', 'is_data', 'is_prose', 'file_views',
+           'prose_spans', 'tracked_files', 'seed_index', 'seed_copies', 'checked_text', 'seed_lines', 'seed_row',
+           'seed_line', 'paper_title', 'apply_edits', 'paper_quotes']
 
 # %% ../nbs/07a_seeds.ipynb #33084b29
 SEED_SPAN = 60  # characters (whitespace-normalised): the longest stretch of a paper a tracked file may share
@@ -29,18 +29,19 @@ def seeds_root() -> Path:
     return Path(env).expanduser().resolve() if env else (project_root().parent/'shared'/'seeds').resolve()
 
 # %% ../nbs/07a_seeds.ipynb #3a5644b5
-PAPERS = {  # file name in `seeds_root()` -> (title, cut short, arXiv id): how an error names a paper
-    '000_e0d4aede4cc7e323.txt': ('WinoDict: Probing language models for in-context word…', '2209.12153'),
-    '001_41d6eb5849241fcb.txt': ('NewTerm: Benchmarking Real-Time New Terms for Large…', '2410.20814'),
-    '002_a5c7727a1704cb91.txt': ('WinoDict: Probing language models for in-context word…', '2209.12153'),
-    '003_ff1db312eaaa0744.txt': ('Larger Probes Tell a Different Story: Extending…', '2303.16445'),
-    '004_1ddbbaed85ed2134.txt': ('WSC+: Enhancing The Winograd Schema Challenge Using…', '2401.17703')}
+PAPERS_CSV = 'data/papers.csv'   # the papers' manifest, relative to the checkout: seed, arxiv, title
+
+@lru_cache(maxsize=1)
+def papers() -> dict[str, dict]:
+    "The papers' manifest: file name in `seeds_root()` -> {'arxiv', 'title'} (the title as BibTeX writes it)."
+    with open(project_root()/PAPERS_CSV, encoding='utf-8', newline='') as f:
+        return {r['seed']: {'arxiv': r['arxiv'], 'title': r['title']} for r in csv.DictReader(f)}
 
 def paper_name(seed: str # file name of a paper in `seeds_root()`
               ) -> str:
-    "`seed` as an error names it: its title and arXiv id (`PAPERS`), else the file name."
-    title, arxiv = PAPERS.get(seed, (seed, ''))
-    return f'"{title}", arXiv:{arxiv}' if arxiv else title
+    "`seed` as an error names it: its title and arXiv id (`papers()`), else the file name."
+    p = papers().get(seed)
+    return f'"{p["title"].replace("{", "").replace("}", "")}", arXiv:{p["arxiv"]}' if p else seed
 
 # %% ../nbs/07a_seeds.ipynb #35c60ea9
 _QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\x91': "'", '\x92': "'",
@@ -145,6 +146,7 @@ def file_views(path: Path, # a file
     name = name or Path(path).name
     if name.endswith('.gz'): data = gzip.decompress(data)
     text = data.decode('utf-8', errors='replace')
+    if name == PAPERS_CSV: text = '\n'.join(line.rsplit(',', 1)[0] for line in text.splitlines())   # no titles
     return [normalise(t) for t in (text, _decoded(name, text)) if t]
 
 # %% ../nbs/07a_seeds.ipynb #8a550217
@@ -239,15 +241,11 @@ def seed_line(seed: str, # file name of a paper in `seeds_root()`
     return checked_text(found, length, sha, f'{seed}, the line {start!r} below {anchor!r}')
 
 # %% ../nbs/07a_seeds.ipynb #655bd2ed
-def paper_title(seed: str, # file name of a paper in `seeds_root()`
-                short: str, # the title's part before the first colon, as it should be written
-                lines: int=1, # how many leading non-empty lines the title spans
-                root: Path|None=None # folder of the papers
+def paper_title(seed: str # file name of a paper in `seeds_root()`
                ) -> str:
-    "The BibTeX title of paper `seed`: `{short}` and the rest of its title line(s) after the first colon."
-    head = ' '.join([l.strip().lstrip('#').strip() for l in seed_lines(seed, root) if l.strip()][:lines])
-    if ':' not in head: raise ValueError(f'{seed}: no colon in its title {head!r}')
-    return f'{{{short}}}: ' + head.split(':', 1)[1].strip()
+    "The BibTeX title of paper `seed`, from the papers' manifest (`PAPERS_CSV`); an unknown paper is a ValueError."
+    if seed not in papers(): raise ValueError(f'{PAPERS_CSV} names no paper {seed!r}')
+    return papers()[seed]['title']
 
 # %% ../nbs/07a_seeds.ipynb #92c0a278
 def apply_edits(text: str, # e.g. a `seed_row`

@@ -62,7 +62,7 @@ NEWTERM_EXPORT = register_hf_export(HFExport(
     'Questions about terms that entered use after the models were trained: COMA (pick the likely cause or effect), '
     'COST (fill the blank) and CSJ (is the sentence sensible?), per release year, raw and human-filtered (clean). '
     'Records carry the ids of wordbench results rows.', NEWTERM_CITATION,
-    title_from=('001_41d6eb5849241fcb.txt', 'NewTerm'), default='COMA_2022_raw'))
+    paper='001_41d6eb5849241fcb.txt', default='COMA_2022_raw'))
 
 # %% ../../nbs/28a_newterm_export.ipynb #0f9af9e4
 def newterm_answers(resps, # lm-eval's responses: one list of replies per document

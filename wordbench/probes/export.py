@@ -36,7 +36,7 @@ PROBES_EXPORT = register_hf_export(HFExport(
     'Negation (NEG) and role-reversal (ROLE) probe sentences: a model should predict the last word. NEG pairs an '
     'affirmative with a negated sentence; ROLE pairs swap the two roles. `scored` marks the sentences the published '
     'accuracy counts.', PROBES_CITATION,
-    title_from=('003_ff1db312eaaa0744.txt', 'Larger Probes Tell a Different Story'),
+    paper='003_ff1db312eaaa0744.txt',
     local_only=True, default='ROLE-1500'))
 
 # %% ../../nbs/38_probes_export.ipynb #0f20933c

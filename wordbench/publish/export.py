@@ -35,11 +35,11 @@ class HFExport:
     licence_note: str         # where the licence comes from, or that none exists
     task_categories: tuple    # Hub task categories, e.g. ('multiple-choice',)
     description: str          # what the records are, in wordbench's own words
-    citation: str             # BibTeX of the source; `<title>` is filled by `paper_title(*title_from)`
+    citation: str             # BibTeX of the source; `<title>` is filled by `paper_title(paper)`
     local_only: bool = False  # no licence to redistribute: for local use only
     default: str|None = None  # the config `load_dataset(DIR)` picks
     language: tuple = ('en',)
-    title_from: tuple = ()    # `paper_title` arguments: the paper's title is read from it, never stored
+    paper: str = ''           # the paper whose title (from the papers' manifest) fills `<title>`
 
 # %% ../../nbs/09a_publish_export.ipynb #9f9f3e27
 HF_EXPORTS = Registry('hf export')
@@ -88,7 +88,7 @@ def dataset_card(e: HFExport, # the export
                 ) -> str:
     "The README.md of an exported dataset: the Hub's YAML header, then what, which configs, licence, citation."
     import yaml
-    cite = e.citation.replace('<title>', paper_title(*e.title_from)) if e.title_from else e.citation
+    cite = e.citation.replace('<title>', paper_title(e.paper)) if e.paper else e.citation
     entries = [dict(x, default=True) if x['config_name'] == (e.default or configs[0].name) else x for x in entries]
     n = sum(s['num_examples'] for i in infos for s in i['splits'])
     head = dict(pretty_name=e.pretty_name, license=e.license, language=list(e.language),

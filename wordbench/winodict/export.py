@@ -55,7 +55,7 @@ WINODICT_EXPORT = register_hf_export(HFExport(
     "Winograd-style twin sentences in which the concept word is replaced by a synthetic word whose dictionary "
     'definition is given; a model must pick the referent of the blank. Rebuilt by `wordbench build winodict` from '
     'the raw sources; `id` and `bucket` match the rows of wordbench results files.', WINODICT_CITATION,
-    title_from=('002_a5c7727a1704cb91.txt', 'WinoDict'),
+    paper='002_a5c7727a1704cb91.txt',
     default='prob1_of_5'))
 
 # %% ../../nbs/16_winodict_export.ipynb #3d051fd3

@@ -53,7 +53,7 @@ WSCPLUS_EXPORT = register_hf_export(HFExport(
     'traditional, ambiguous and offensive categories, twins sharing a `pair_id`. The validation split is the 699 '
     'released items among the 700 the authors evaluated (one evaluated query is an edited twin of another item and '
     'has no row of its own); wordbench recovered the split from their files.', WSCPLUS_CITATION,
-    title_from=('004_1ddbbaed85ed2134.txt', 'WSC+', 2),
+    paper='004_1ddbbaed85ed2134.txt',
     local_only=True, default='all'))
 
 # %% ../../nbs/47_wscplus_export.ipynb #a92d0933
