@@ -6,6 +6,7 @@ never a timeout, and a run stopped half-way keeps what finished."""
 import time
 import pytest
 from wordbench.models.lm import get_lm, LoglikelihoodRequest, LMFailure
+import wordbench.models.openai_endpoint as openai_endpoint
 from wordbench.models.openai_endpoint import Endpoint
 from fixtures.vllm_standin import StandIn
 from fixtures.capacity_standin import CapacityStandIn
@@ -45,7 +46,7 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=5,
                     max_concurrency=3)
         if mode == 'prompt_logprobs':   # a server that refuses echo on token ids: vLLM's own field is used
-            monkeypatch.setattr(lm, '_probe_ids', lambda: 'prompt_logprobs')
+            monkeypatch.setattr(openai_endpoint, '_probe_ids', lambda p: 'prompt_logprobs')
         assert lm.endpoint.prompt_logprobs == mode   # probed first: its self-check on token ids sends a batch too
         probed = len(srv.bodies)
         out = lm.loglikelihood(reqs)
@@ -103,14 +104,15 @@ def test_probe_recorded_in_identity(smol):
                                     'slots': None, 'max_model_len': None, 'max_logprobs': None}
     assert smol.identity() == hf_identity and smol.identity().startswith('hf:')
 
-def test_refusal_recorded_and_raised(smol):
+def test_refusal_recorded_and_raised(smol, monkeypatch):
     "An endpoint that cannot score: the probe records why; a scoring task is refused with it, a generative one runs."
     from wordbench.models.lm import GenerateRequest
     from wordbench.models.openai_endpoint import LogprobAlignmentError
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='none')
-        def failed(): raise LogprobAlignmentError('no echo here', 'use vLLM')
-        lm.check_logprob_alignment = failed   # as if the self-check had failed (the probe runs it once)
+        def failed(p, prompts=None): raise LogprobAlignmentError('no echo here', 'use vLLM')
+        # as if the self-check had failed (the probe runs it once)
+        monkeypatch.setattr(openai_endpoint, 'check_logprob_alignment', failed)
         lm.require({GenerateRequest})
         with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
     assert lm.endpoint.prompt_logprobs is None

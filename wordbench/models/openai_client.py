@@ -4,81 +4,21 @@
 
 # %% ../../nbs/03f_models_openai_client.ipynb #af7560eb
 from __future__ import annotations
-import os, re, sys, math, random, inspect, itertools, logging, threading, dataclasses
+import os, sys, random, itertools, logging, threading, dataclasses
 from concurrent.futures import ThreadPoolExecutor, wait, FIRST_COMPLETED
 from typing import Iterator
 import openai, httpx
 from fastcore.basics import patch
-from tenacity import Retrying, retry_if_exception, stop_after_attempt
-import functools
-from functools import partial
-from ..core import UserError, ServerError
+from ..core import UserError
 from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
                           register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
-from .openai_endpoint import (Endpoint, LogprobAlignmentError, EchoToken, KNOWN_QUIRKS, LOGPROB_FIX,
-                                       ALIGNMENT_PROMPTS, echo_tokens, alignment_candidates, prompt_positions,
-                                       server_slots, server_kind, served_model, finish_reason)
+from .openai_transport import FATAL, retry_policy, server_errors
+from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prober, TokenIds,
+                                              echo_tokens, batch_logprobs, probe_endpoint, finish_reason)
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'DEFAULT_CONCURRENCY', 'LOGPROBS_PROBE', 'jittered_backoff', 'retry_policy', 'server_errors',
-           'offline_tokenizer', 'OpenAILM', 'probe_endpoint']
-
-# %% ../../nbs/03f_models_openai_client.ipynb #fe687b79
-# a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
-RETRYABLE = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
-
-# %% ../../nbs/03f_models_openai_client.ipynb #c4474f6f
-# configuration errors: raised, never per-request failures
-FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-
-# %% ../../nbs/03f_models_openai_client.ipynb #fb6b8a24
-def jittered_backoff(backoff: float=1.0, # the first wait's ceiling in seconds; doubles on each retry
-                     max_backoff: float=30.0, # cap on a ceiling, seconds
-                     rng: random.Random|None=None): # the jitter's source (seed one for tests); None: a fresh one
-    "A tenacity wait: retry n waits between half and all of `min(max_backoff, backoff * 2**(n-1))`, at random."
-    rng = rng or random.Random()
-    def wait(state) -> float:
-        cap = min(max_backoff, backoff * 2 ** (state.attempt_number - 1))
-        return cap / 2 + rng.uniform(0, cap / 2)
-    return wait
-
-def retry_policy(max_retries: int=5, # retries after the first attempt (0: try once)
-                 backoff: float=1.0, # first wait's ceiling in seconds; doubles on each retry
-                 max_backoff: float=30.0, # cap on a single wait, seconds
-                 rng: random.Random|None=None # the jitter's source; None: a fresh `random.Random`
-                ) -> Retrying:
-    ("A tenacity policy retrying `RETRYABLE` errors with jittered exponential backoff (`jittered_backoff`), "
-     "re-raising the last error when it gives up.")
-    transient = lambda e: isinstance(e, RETRYABLE) and not isinstance(e, openai.APITimeoutError)
-    return Retrying(retry=retry_if_exception(transient), wait=jittered_backoff(backoff, max_backoff, rng),
-                    stop=stop_after_attempt(max_retries + 1), reraise=True)
-
-# %% ../../nbs/03f_models_openai_client.ipynb #a272b18d
-_FAULTS = (openai.APIError, httpx.HTTPError, KeyError, TypeError, ValueError, IndexError, AttributeError)
-
-def _server_error(base_url: str, name: str, err: BaseException) -> ServerError:
-    "The `ServerError` saying that `name` met `err` at `base_url` (a failed call, or a reply out of protocol)."
-    failed = isinstance(err, (openai.APIError, httpx.HTTPError))
-    why = 'failed' if failed else 'sent a reply that is not what the OpenAI API returns'
-    detail = f"{name}: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
-    return ServerError(f'{base_url}: the server {why} ({detail})')
-
-def server_errors(method):
-    "`method` of `OpenAILM` (a generator too), raising a failed or malformed exchange with the server as `ServerError`."
-    if inspect.isgeneratorfunction(method):
-        @functools.wraps(method)
-        def gen(self, *args, **kwargs):
-            try: yield from method(self, *args, **kwargs)
-            except UserError: raise
-            except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
-        return gen
-    @functools.wraps(method)
-    def wrapped(self, *args, **kwargs):
-        try: return method(self, *args, **kwargs)
-        except UserError: raise   # `LogprobAlignmentError` is a `ServerError` already
-        except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
-    return wrapped
+__all__ = ['DEFAULT_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
 
 # %% ../../nbs/03f_models_openai_client.ipynb #ab3bde25
 def offline_tokenizer(model: str) -> str|None:
@@ -129,8 +69,9 @@ class OpenAILM(LM):
     def endpoint(self) -> Endpoint:
         "What the endpoint serves: `probe_endpoint`'s answer, asked the first time anything needs it, then only read."
         with self._probing:
-            if self._endpoint is None: self._endpoint = server_errors(probe_endpoint)(self)
+            if self._endpoint is None: self._endpoint = server_errors(probe_endpoint)(self.prober())
         return self._endpoint
+    supports_chat = property(server_errors(lambda self: bool(self.endpoint.chat)))   # what the probe found
     def identity(self) -> str:
         ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
          "plus `:serves=<...>` (`served`) once `probe` has run, "
@@ -139,37 +80,40 @@ class OpenAILM(LM):
         if not self._probed: return name
         kind = self.endpoint.server   # vllm, sglang, llama.cpp ... (`server_kind`); no version is probed
         return name + f':serves={self.endpoint.served}' + (f':server={kind}' if kind else '')
-
-# %% ../../nbs/03f_models_openai_client.ipynb #a8cd203f
-@patch
-def _retry(self: OpenAILM, fn, **kwargs):
-    "Call `fn(**kwargs)` under the retry policy, counting HTTP calls and retries; the last error is raised."
-    r = self.policy.copy()
-    try: return r(fn, **kwargs)
-    finally:
-        n = r.statistics.get('attempt_number', 1)
+    def prober(self) -> Prober:
+        "What the endpoint's probes need of this backend: `_send`, its identity, `logprob_tol`, its token-id rules."
+        tok = lambda: self._tokenizer()   # loaded when a probe first needs it
+        ids = TokenIds(lambda s: encode_text(tok(), s), lambda a, b: encode_pair(tok(), a, b),
+                       lambda s: tok().encode(s, add_special_tokens=False)) if self.tokenizer_name else None
+        return Prober(self._send, self.base_url, self.model, self.identity(), self.logprob_tol, ids)
+    def _send(self, **fields):
+        "One request under the retry policy (`_retry`): to `/chat/completions` given `messages`, else `/completions`."
+        api = self.client.chat.completions if 'messages' in fields else self.client.completions
+        return self._retry(api.create, model=self.model, **fields)
+    def _retry(self, fn, **kwargs):
+        "Call `fn(**kwargs)` under the retry policy, counting HTTP calls and retries; the last error is raised."
+        r = self.policy.copy()
+        try: return r(fn, **kwargs)
+        finally:
+            n = r.statistics.get('attempt_number', 1)
+            with self._lock:
+                self.counters['http_calls'] += n
+                self.counters['retries'] += n - 1
+    def _call(self, fn, **kwargs):
+        ("`_retry`, but an API error that survives it becomes a logged, counted `LMFailure` "
+         "(configuration errors still raise).")
+        try: return self._retry(fn, **kwargs)
+        except FATAL: raise
+        except openai.APIError as e:
+            return self._fail(f'{type(e).__name__}: {e}')
+    def _fail(self, error: str) -> LMFailure:
+        "Log and count a failed request; the `LMFailure` that stands in for its result."
+        fail = LMFailure(error=error)
         with self._lock:
-            self.counters['http_calls'] += n
-            self.counters['retries'] += n - 1
-
-@patch
-def _call(self: OpenAILM, fn, **kwargs):
-    ("`_retry`, but an API error that survives it becomes a logged, counted `LMFailure` "
-     "(configuration errors still raise).")
-    try: return self._retry(fn, **kwargs)
-    except FATAL: raise
-    except openai.APIError as e:
-        return self._fail(f'{type(e).__name__}: {e}')
-
-@patch
-def _fail(self: OpenAILM, error: str) -> LMFailure:
-    "Log and count a failed request; the `LMFailure` that stands in for its result."
-    fail = LMFailure(error=error)
-    with self._lock:
-        self.failures.append(fail)
-        self.counters['failures'] += 1
-    _log.warning('%s: request failed: %s', self.identity(), error)
-    return fail
+            self.failures.append(fail)
+            self.counters['failures'] += 1
+        _log.warning('%s: request failed: %s', self.identity(), error)
+        return fail
 
 # %% ../../nbs/03f_models_openai_client.ipynb #465b5f89
 DEFAULT_CONCURRENCY = 64   # requests in flight when neither the user nor the server says how many
@@ -269,57 +213,6 @@ def _ordered(self: OpenAILM, method: str, requests, progress=None) -> list:
             pbar.update(1)
     return out
 
-# %% ../../nbs/03f_models_openai_client.ipynb #06e7efbd
-@patch
-def _probe(self: OpenAILM, **kw):
-    "One retried `/v1/completions` call for the self-check; a server that rejects it cannot be verified."
-    try: return self._retry(self.client.completions.create, model=self.model, max_tokens=1, temperature=0.0, **kw)
-    except (openai.BadRequestError, openai.NotFoundError, openai.UnprocessableEntityError) as e:
-        raise LogprobAlignmentError(f'{self.identity()} does not serve prompt log-probs on /v1/completions '
-                                    f"(echo=True with logprobs): {' '.join(str(e).split())[:200]}",
-                                    'use a server that echoes prompt log-probs (vLLM, SGLang) or a local backend (hf), '
-                                    'or run only generative strategies on this endpoint') from e
-
-@patch
-def _echo(self: OpenAILM, prompt: str) -> list[EchoToken]:
-    "The echoed prompt tokens of `prompt`."
-    return echo_tokens(self._probe(prompt=prompt, echo=True, logprobs=1).choices[0].logprobs, prompt)
-
-@patch
-def _next_top(self: OpenAILM, prompt: str, k: int) -> dict:
-    "Top-`k` next tokens after `prompt` from the generation path: `{token: logprob}`."
-    lp = self._probe(prompt=prompt, logprobs=k).choices[0].logprobs
-    return dict(lp.top_logprobs[0]) if lp and lp.top_logprobs and lp.top_logprobs[0] else {}
-
-# %% ../../nbs/03f_models_openai_client.ipynb #76061ae2
-_BUG = ('the server returns misaligned prompt log-probs for /v1/completions with echo=True '
-        '(llama-cpp-python shifts them by one token: upstream bug abetlen/llama-cpp-python#1983)')
-
-@patch
-def _compare(self: OpenAILM, a: str, tok: str, ref: float) -> dict|None:
-    "Echo `a + tok` and compare its last log-prob with `ref` (the generation path's); None when not comparable."
-    toks = self._echo(a + tok)
-    if toks[-1].text != tok: return None  # the server re-tokenised a + tok differently
-    bad = [t.text for t in toks[1:] if t.logprob is None or not math.isfinite(t.logprob) or t.logprob > 1e-3]
-    if bad: raise LogprobAlignmentError(f'{self.identity()} returned no valid echo log-prob for prompt tokens {bad}')
-    if abs(ref - toks[-1].logprob) > self.logprob_tol:
-        raise LogprobAlignmentError(f'{_BUG}. After {a!r}, token {tok!r} has log-prob {ref:.4f} when generated but '
-                                    f'{toks[-1].logprob:.4f} when echoed. Use a server with correct echo log-probs '
-                                    f'(e.g. vLLM) or a local backend (hf) for log-likelihoods.')
-    return dict(prefix=a, token=tok, generation=ref, echo=toks[-1].logprob)
-
-@patch
-@server_errors
-def check_logprob_alignment(self: OpenAILM, prompts=ALIGNMENT_PROMPTS) -> list[dict]:
-    ("Prove the echoed prompt log-probs agree with the generation path on `prompts`: "
-     "the comparisons, or `LogprobAlignmentError`.")
-    rows = [self._compare(a, tok, ref) for a in prompts
-            for tok, ref in alignment_candidates(self._next_top(a, 5), self.logprob_tol)]
-    rows = [r for r in rows if r]
-    if len(rows) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
-                                                  f'the prompts gave {len(rows)} comparable tokens (need 2)')
-    return rows
-
 # %% ../../nbs/03f_models_openai_client.ipynb #d67475ed
 @patch
 def _score(self: OpenAILM, r: LoglikelihoodRequest):
@@ -334,17 +227,6 @@ def _score(self: OpenAILM, r: LoglikelihoodRequest):
     if err: return self._fail(f'unusable echo for {prompt!r:.60}: {err}')
     return sum(t.logprob for t in toks), all(t.best is not None and t.logprob >= t.best - 1e-6 for t in toks)
 
-
-# %% ../../nbs/03f_models_openai_client.ipynb #159398c3
-@patch
-def _takes_chat(self: OpenAILM) -> bool:
-    "Whether `/chat/completions` answers a one-token chat (a server without a chat template refuses it)."
-    try: return bool(self._retry(self.client.chat.completions.create, model=self.model, max_tokens=1,
-                                 messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
-    except FATAL[:2]: raise
-    except openai.APIStatusError: return False   # refused (400, 404, 422) or not implemented (501)
-
-OpenAILM.supports_chat = property(server_errors(lambda self: bool(self.endpoint.chat)))
 
 # %% ../../nbs/03f_models_openai_client.ipynb #3ba061e0
 @patch
@@ -366,71 +248,7 @@ def count_tokens(self: OpenAILM, text: str, context: str='') -> int:
     if tok is None: return len(text.split())
     return len(encode_pair(tok, context, text)[1]) if context else len(tok.encode(text, add_special_tokens=False))
 
-# %% ../../nbs/03f_models_openai_client.ipynb #4e0dda70
-@patch
-def _batch_logprobs(self: OpenAILM, prompts: list, # token-id prompts, sent in one request
-                    mode: str) -> list: # 'echo' or 'prompt_logprobs'
-    "Per prompt, `_positions` of its tokens, from one `/v1/completions` request (retried on transient errors)."
-    kw = dict(echo=True, logprobs=1) if mode == 'echo' else dict(extra_body={'prompt_logprobs': 1})
-    out = self._retry(self.client.completions.create, model=self.model, prompt=prompts, max_tokens=1,
-                      temperature=0.0, **kw)
-    choices = sorted(out.model_dump()['choices'], key=lambda c: c['index'])
-    if len(choices) != len(prompts):
-        raise LogprobAlignmentError(f'{len(prompts)} prompts in one request gave {len(choices)} choices')
-    return [prompt_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
-
-@patch
-def _probe_ids(self: OpenAILM) -> str|None:
-    "How the endpoint gives log-probs of token-id prompts: 'echo', 'prompt_logprobs' or None (it takes no ids)."
-    tok = self._tokenizer()
-    ids = [encode_pair(tok, a, b) for a, b in (('The cat sat on', ' the mat'), ('Once upon', ' a time'))]
-    for mode in ('echo', 'prompt_logprobs'):
-        try: rows = self._batch_logprobs([c + d for c, d in ids], mode)
-        except (openai.BadRequestError, openai.UnprocessableEntityError, LogprobAlignmentError, KeyError,
-                TypeError, ValueError): continue
-        if all(r[-1][0] is not None and r[-1][0] <= 1e-3 for r in rows): return mode
-    return None
-
-# %% ../../nbs/03f_models_openai_client.ipynb #5c7d0c00
-@patch
-def check_id_alignment(self: OpenAILM, mode: str, # 'echo' or 'prompt_logprobs'
-                       prompts=ALIGNMENT_PROMPTS) -> list[dict]:
-    ("`check_logprob_alignment` on token-id prompts (BOS and all, as the `hf` backend builds them): "
-     "the comparisons, or `LogprobAlignmentError`.")
-    tok, asked = self._tokenizer(), []
-    for a in prompts:
-        ids = encode_text(tok, a)
-        for t, ref in alignment_candidates(self._next_top(ids, 5), self.logprob_tol):
-            one = tok.encode(t, add_special_tokens=False)
-            if len(one) == 1: asked.append(dict(prefix=a, token=t, generation=ref, ids=ids + one))
-    rows = self._batch_logprobs([r.pop('ids') for r in asked], mode) if asked else []
-    for r, row in zip(asked, rows):
-        r['echo'] = row[-1][0]
-        if abs(r['generation'] - r['echo']) > self.logprob_tol:
-            raise LogprobAlignmentError(f"{_BUG}. After {r['prefix']!r} (token ids), token {r['token']!r} has log-prob "
-                                        f"{r['generation']:.4f} when generated but {r['echo']:.4f} in the prompt "
-                                        f"({mode}).", LOGPROB_FIX)
-    if len(asked) < 2: raise LogprobAlignmentError(f'could not verify the prompt log-probs of {self.identity()}: '
-                                                   f'the prompts gave {len(asked)} comparable tokens (need 2)')
-    return asked
-
-# %% ../../nbs/03f_models_openai_client.ipynb #715c81f8
-@patch
-def _scoring_mode(self: OpenAILM, server: str|None) -> str:
-    ("How the endpoint gives prompt log-probs: 'echo' or 'prompt_logprobs' (token-id prompts, checked on ids), "
-     "else 'echo-text'; `LogprobAlignmentError` naming the quirk and the fix when it gives none to trust.")
-    if server in KNOWN_QUIRKS:
-        raise LogprobAlignmentError(f'{self.identity()} is {server}: {KNOWN_QUIRKS[server]}', LOGPROB_FIX)
-    mode = self._probe_ids() if self.tokenizer_name else None
-    if self.tokenizer_name and mode is None:
-        _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', self.identity())
-    check = partial(self.check_id_alignment, mode) if mode else self.check_logprob_alignment
-    try: check()   # `LogprobAlignmentError` names the server's quirk and the fix
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise LogprobAlignmentError(f'{self.identity()} answered the log-prob self-check out of protocol '
-                                    f'({type(e).__name__}: {e})', LOGPROB_FIX) from e
-    return mode or 'echo-text'
-
+# %% ../../nbs/03f_models_openai_client.ipynb #330e623f
 @patch
 def _refuse_scoring(self: OpenAILM) -> None:
     "Raise why the endpoint cannot score (the probe's refusal), if it cannot."
@@ -438,45 +256,6 @@ def _refuse_scoring(self: OpenAILM) -> None:
     if e.prompt_logprobs is None:
         raise e.refusal or LogprobAlignmentError(f'{self.identity()} serves no prompt log-probs', LOGPROB_FIX)
 
-# %% ../../nbs/03f_models_openai_client.ipynb #47a13f8a
-@patch
-def _takes_ids(self: OpenAILM, scoring: str|None) -> bool:
-    "Whether `/completions` takes token-id prompts (only with a local tokenizer): known from `scoring`, else one token."
-    if scoring in ('echo', 'prompt_logprobs'): return True   # already seen
-    if self._tokenizer() is None: return False
-    try: return bool(self._retry(self.client.completions.create, model=self.model, max_tokens=1, temperature=0.0,
-                                 prompt=encode_text(self._tokenizer(), 'Hello')).choices)
-    except FATAL[:2]: raise
-    except openai.APIStatusError: return False
-
-# %% ../../nbs/03f_models_openai_client.ipynb #70560e6f
-LOGPROBS_PROBE = 1000   # log-probs per token asked once: a server with a lower cap names it in its refusal
-
-@patch
-def _max_logprobs(self: OpenAILM) -> int|None:
-    "The most log-probs per token the server gives, read from its refusal of `LOGPROBS_PROBE` (vLLM's); None: no cap."
-    try: self._retry(self.client.completions.create, model=self.model, prompt='Hi', max_tokens=1, temperature=0.0,
-                     logprobs=LOGPROBS_PROBE)
-    except FATAL[:2]: raise
-    except openai.BadRequestError as e:   # vLLM: "... which is greater than max allowed: 20"
-        found = re.search(r'max(?:imum)?(?: allowed)?:? *(\d+)', str(e))
-        return int(found.group(1)) if found else None
-    except openai.APIStatusError: return None
-    return None
-
-# %% ../../nbs/03f_models_openai_client.ipynb #c24fac48
-def probe_endpoint(lm: OpenAILM) -> Endpoint:
-    ("Everything `lm`'s endpoint serves, probed at once with a few tokens: server kind, scoring (or why not), "
-     "token-id prompts, chat, slots, window, log-prob cap.")
-    e, refusal = Endpoint().learn(server=server_kind(lm.base_url, lm.model)), None
-    try: e = e.learn(prompt_logprobs=lm._scoring_mode(e.server))
-    except LogprobAlignmentError as err: e, refusal = e.learn(prompt_logprobs=None, scoring_refused=str(err)), err
-    e = e.learn(token_ids=lm._takes_ids(e.prompt_logprobs), chat=lm._takes_chat(), slots=server_slots(lm.base_url))
-    e = e.learn(max_model_len=served_model(lm.base_url, lm.model).get('max_model_len'),
-                max_logprobs=None if e.server in KNOWN_QUIRKS else lm._max_logprobs())
-    return dataclasses.replace(e, refusal=refusal)
-
-# %% ../../nbs/03f_models_openai_client.ipynb #330e623f
 @patch
 @server_errors
 def probe(self: OpenAILM) -> Endpoint:
@@ -501,7 +280,7 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
     tok, window = self._tokenizer(), self.endpoint.max_model_len
     pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
     def run(batch):
-        try: rows = self._batch_logprobs([pairs[i][0] + pairs[i][1] for i in batch], mode)
+        try: rows = batch_logprobs(self._send, [pairs[i][0] + pairs[i][1] for i in batch], mode)
         except FATAL: raise
         except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
             if len(batch) > 1: return run(batch[:len(batch) // 2]) + run(batch[len(batch) // 2:])
