@@ -86,7 +86,7 @@ def test_report_card_refuses_then_picks(two_identities):
 
 def test_committed_results_carry_the_default_identity():
     "Every committed file holds one identity: the CPU float32 `hf` identity of its model (given by the migration)."
-    from wordbench.cli import load_systems
+    from wordbench.systems import load_systems
     from wordbench.core import project_root
     from wordbench.evaluate.tasks import TASKS, default_identity
     from wordbench.evaluate.results import read_results

@@ -15,7 +15,7 @@ __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPA
            'RAW_DATA_FETCH', 'PAPERS_OPTIONAL', 'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text',
            'nltk_data_dir', 'install_wordnet', 'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel',
            'torch_dtype', 'materialise_local_model', 'ModelNotFound', 'model_path', 'load_causal_lm', 'stored_sha256',
-           'model_identity', 'embedding_model', 'doctor']
+           'model_identity', 'embedding_model', 'doctor', 'print_report', 'setup_resources']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
 class ResourceMissing(UserFixable, RuntimeError):
@@ -317,3 +317,20 @@ def doctor(load_models: bool=False): # also convert the local LMs' GGUF files (s
     for m in LOCAL_MODELS.values():
         rows.append(_check(m.name, lambda m=m: _check_local_model(m, load_models), m.install + ' && wordbench setup'))
     return pd.DataFrame(rows)
+
+# %% ../nbs/01_resources.ipynb #0a36efcf
+def print_report(report) -> int: # `doctor`'s table
+    "Print a doctor report; return the number of missing resources (an optional one absent is not missing)."
+    print(report.to_markdown(index=False))
+    missing = report[~report.status.isin(['found', 'optional'])]
+    for _, r in missing.iterrows(): print(f'\nMISSING {r.resource}: fix with `{r.fix}`')
+    for _, r in report[report.status == 'optional'].iterrows(): print(f'\nOPTIONAL {r.resource}: {r.fix}')
+    return len(missing)
+
+# %% ../nbs/01_resources.ipynb #0c52281a
+def setup_resources(models: bool=True): # also convert the local language models (slow the first time)
+    "Install the offline resources into the cache: WordNet, the converted local LMs, the GGUF assembly."
+    print(f'WordNet: {install_wordnet()}')
+    if models:
+        for name in LOCAL_MODELS: print(f'{name}: {materialise_local_model(name)}')
+    return doctor()

@@ -14,7 +14,7 @@ from .verify import SCORE_TOLERANCE, grid_sources, sample_rows
 
 # %% auto #0
 __all__ = ['scored_jobs', 'sample_jobs', 'decisions', 'score_agreement', 'check_task', 'check_tasks', 'server_lms',
-           'check_verdict']
+           'check_verdict', 'check_server', 'check_report']
 
 # %% ../../nbs/06b_evaluate_check_server.ipynb #9fdbcedc
 def scored_jobs(task: Task, # a task as the reference model asks it (`task.for_lm(lm)`)
@@ -125,3 +125,33 @@ def check_verdict(table: pd.DataFrame, # `check_tasks`'s table
             f'largest |difference| {done.max_abs_diff.max() if len(done) else 0:.2g} (tolerance {tolerance:g}); ')
     if bad: return head + f'FAILED: {", ".join(bad)}', False
     return head + ('every decision equal' if len(done) else 'no task has log-likelihood requests'), len(done) > 0
+
+# %% ../../nbs/06b_evaluate_check_server.ipynb #d1bb05d2
+def check_server(base_url: str, # the server, e.g. http://127.0.0.1:8000/v1
+                 model: str, # the model name the server knows
+                 hf_model: str|None=None, # the same model for the hf backend (default: the server's model name)
+                 tasks: Sequence[str]|None=None, # only these tasks (default: every registered one)
+                 sample: int=8, # decisions per task
+                 seed: int=0, # the sample's seed
+                 grid: str='cpu', # the grid the sample is drawn from
+                 tolerance: float=SCORE_TOLERANCE, # largest |difference| of a score (measured, as verify's)
+                 device: str|None=None, # hf: cpu (default), cuda, cuda:N
+                 batch_size: int=8, # hf: sequences per forward pass
+                 server_options: dict|None=None, # other `openai` options, e.g. {'max_concurrency': 8}
+                 out=None, # also write the table as CSV
+                 log=print # a progress line per task (None: silent)
+                ) -> pd.DataFrame:
+    "The agreement table of the server at `base_url` and the `hf` backend (`server_lms`, then `check_tasks`)."
+    hf = {'batch_size': batch_size, **({'device': device} if device else {})}
+    server, ref = server_lms(base_url, model, hf_model, server_options, hf)
+    table = check_tasks(server, ref, tasks, sample, seed, grid, tolerance, log)
+    if out: table.to_csv(out, index=False)
+    return table
+
+# %% ../../nbs/06b_evaluate_check_server.ipynb #7727eff2
+def check_report(table: pd.DataFrame, # `check_tasks`'s table
+                 tolerance: float=SCORE_TOLERANCE # the tolerance it used
+                ) -> tuple[str, bool]:
+    "The table as Markdown with the verdict line under it (`check_verdict`); whether the server agrees."
+    line, ok = check_verdict(table, tolerance)
+    return table.drop(columns='ok', errors='ignore').to_markdown(index=False, floatfmt='.2g') + '\n' + line, ok

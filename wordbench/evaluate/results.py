@@ -4,7 +4,7 @@
 
 # %% ../../nbs/04_evaluate_results.ipynb #3c13f796
 from __future__ import annotations
-import contextlib, contextvars, gzip, re, uuid, zlib
+import gzip, re, uuid, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -13,8 +13,8 @@ from ..core import project_root, atomic_write, file_lock, UserError
 
 # %% auto #0
 __all__ = ['CORE_COLUMNS', 'ResultSchema', 'tidy', 'write_results', 'read_results', 'merge_results', 'update_results',
-           'model_slug', 'model_spec', 'results_dir', 'results_path', 'eval_command', 'pick_identities',
-           'pick_identity', 'load_results', 'add_identity']
+           'model_slug', 'model_spec', 'results_dir', 'results_path', 'eval_command', 'pick_identity', 'load_results',
+           'add_identity']
 
 # %% ../../nbs/04_evaluate_results.ipynb #0917a5d3
 CORE_COLUMNS = ('task', 'model', 'strategy', 'shots', 'seed', 'id', 'label', 'pred', 'correct', 'failed')
@@ -153,16 +153,6 @@ def eval_command(task: str, model: str, require: dict|None=None) -> str:
         cmd += f" --{_OPTION.get(col, col).replace('_', '-')} " + ' '.join(map(str, values))
     return cmd
 
-# %% ../../nbs/04_evaluate_results.ipynb #45fbfa3a
-_PICKED = contextvars.ContextVar('wordbench_picked_identities', default={})
-
-@contextlib.contextmanager
-def pick_identities(picks: dict): # model name -> identity (or a part of one), as `MODEL[IDENTITY]` would name it
-    "Within the block, `load_results` reads `picks[M]`'s rows for model `M` wherever it is named without a spec."
-    token = _PICKED.set({**_PICKED.get(), **picks})
-    try: yield
-    finally: _PICKED.reset(token)
-
 # %% ../../nbs/04_evaluate_results.ipynb #89425e3d
 def pick_identity(df: pd.DataFrame, # one model's rows (every identity its file holds)
                   want: str|None, # an identity or a part that matches only one; None: the file's only identity
@@ -183,7 +173,8 @@ def load_results(task: str, # the task whose results to read
                  models: Sequence[str], # model names as evaluated, or `MODEL[IDENTITY]` to pick one identity
                  schema: ResultSchema, # the task's schema
                  out=None, # results folder; default `data/results`
-                 require: dict|None=None # column -> values whose every combination each model must have
+                 require: dict|None=None, # column -> values whose every combination each model must have
+                 picks: dict|None=None # model name -> its identity (or a part of one) where `models` names it plainly
                 ) -> pd.DataFrame:
     "One identity's results per model (concatenated), checked to contain every `require`d combination of settings."
     import itertools
@@ -192,7 +183,7 @@ def load_results(task: str, # the task whose results to read
         m, want = model_spec(spec)
         p, cmd = results_path(task, m, out), eval_command(task, m, require)
         if not p.exists(): raise FileNotFoundError(f'no {task} results for {m} at {p}; make them with `{cmd}`')
-        df = pick_identity(read_results(p, schema), want or _PICKED.get().get(m), str(p))
+        df = pick_identity(read_results(p, schema), want or (picks or {}).get(m), str(p))
         cols = list(require or {})
         have = set(df[cols].itertuples(index=False, name=None)) if cols else set()
         missing = [c for c in itertools.product(*(require or {}).values()) if cols and c not in have]

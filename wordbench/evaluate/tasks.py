@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 import pandas as pd
 from fastcore.basics import patch
-from ..core import Registry, UserError, file_lock
+from ..core import USER_ERRORS, Registry, UserError, file_lock, user_message
 from ..models.lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
 from ..models.open import open_lm
 from .choices import score_choices
@@ -22,7 +22,7 @@ from .results import update_results
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'Setting', 'grid', 'Job', 'Task', 'by_context', 'register_task', 'Shard',
            'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
-           'run_eval', 'default_identity', 'migrate_results']
+           'run_eval', 'grid_tasks', 'evaluate_model', 'score_file', 'default_identity', 'migrate_results']
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -114,9 +114,10 @@ def settings(self: Task, strategies: Sequence[str]|None=None, # default: `defaul
 @patch
 def results(self: Task, models: Sequence[str], # model names, or `MODEL[IDENTITY]` to pick one identity of a model
             out=None, # results folder; default `data/results`
-            require: dict|None=None) -> pd.DataFrame: # column -> values each model must have every combination of
+            require: dict|None=None, # column -> values each model must have every combination of
+            picks: dict|None=None) -> pd.DataFrame: # model name -> its identity where `models` names it plainly
     "One identity's results per model of `models`, read from their files (see `evaluate.results.load_results`)."
-    return load_results(self.name, models, self.schema, out, require)
+    return load_results(self.name, models, self.schema, out, require, picks)
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #582327f8
 TASKS = Registry('task')
@@ -225,7 +226,8 @@ def grid_parts(task: Task, grid: str|None=None, **options) -> list[dict]:
     given = {k: v for k, v in options.items() if v is not None}
     if grid is None: return [given]
     if grid not in task.grids:
-        raise ValueError(f"{task.name} has no grid {grid!r}; its grids: {', '.join(task.grids) or 'none'}")
+        raise UserError(f"task {task.name} has no grid {grid!r}; its grids: {', '.join(task.grids) or 'none'}",
+                        'pick one of those, or leave --grid out')
     return [{**part, **given} for part in task.grids[grid]]
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #4a715271
@@ -273,37 +275,105 @@ def decode_together(task: Task, # the task as evaluated (`task.for_lm(lm)`)
 def run_eval(task: str|Task, # a task or its registered name
              models: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
              backend: str='hf', # model backend
-             out=None, # results folder; default `data/results`
+             out=None, # results folder (default data/results/)
              grid: str|None=None, # a named grid of the task, e.g. 'cpu'
-             cache: bool|str|Path=True, # cache responses on disk (True: the default cache file; a path: that file)
-             recheck_margin: float|None=None, # re-score closer decisions (nats) at full precision; None: the backend's
+             cache: bool|str|Path=True, # the response cache: a SQLite file or a folder (True: the wordbench one)
+             recheck_margin: float|None=None, # re-score closer decisions (nats) in fp32 (None: the backend's; 0: none)
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
              shard: Shard|None=None, # evaluate only this shard's items (other processes run the others)
+             lm: LM|None=None, # the model already opened (`open_lm`) for the one name in `models`; None: open each
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
     "Evaluate `task` per model, part by part, rows merged into `<task>_<model>.csv.gz` (+ a run record); the files."
     task = TASKS[task] if isinstance(task, str) else task
+    try: task.settings(*(options.get(k) for k in SETTING_OPTIONS))   # unknown strategies: before anything loads
+    except ValueError as e:
+        raise UserError(str(e), f'pick known ones (`wordbench eval {task.name} --help`) or `all`') from None
     parts = []
     for part in grid_parts(task, grid, **options):
         load = {k: v for k, v in part.items() if k not in SETTING_OPTIONS}
         parts.append((task.settings(**{k: v for k, v in part.items() if k in SETTING_OPTIONS}), *task.load(**load)))
-    paths = []
-    for m in [models] if isinstance(models, str) else models:
-        lm = open_lm(m, backend, cache=cache, options=lm_options)
-        path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(lm)
-        answers = decode_together(asked, lm, parts, progress, shard)   # every part's generations in one call
+    names, paths = [models] if isinstance(models, str) else list(models), []
+    if lm is not None and len(names) != 1: raise ValueError(f'an opened `lm` is one model, not {len(names)}')
+    for m in names:
+        opened = lm if lm is not None else open_lm(m, backend, cache=cache, options=lm_options)
+        path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(opened)
+        answers = decode_together(asked, opened, parts, progress, shard)   # every part's generations in one call
         for settings, items, pool in parts:
-            res = run_task(asked, lm, settings, items, pool, model=m, recheck_margin=recheck_margin,
+            res = run_task(asked, opened, settings, items, pool, model=m, recheck_margin=recheck_margin,
                            progress=progress, adapted=True, shard=shard, answers=answers)
             frames.append(res)
             update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}'
                      + (f' (shard {shard})' if shard is not None and shard.count > 1 else '')
-                     + f', identity {lm.identity()}')
-        _record(asked, m, path, frames, parts, run_config(m, backend, lm, grid, lm_options, options), time.time() - t0,
-                shard)
+                     + f', identity {opened.identity()}')
+        config = run_config(m, backend, opened, grid, lm_options, options)
+        _record(asked, m, path, frames, parts, config, time.time() - t0, shard)
         paths.append(path)
     return paths
+
+# %% ../../nbs/06_evaluate_tasks.ipynb #9535155c
+def grid_tasks(grid: str, # a named grid, e.g. 'cpu'
+               tasks: Sequence[str]|None=None # task names (default: every registered task with `grid`)
+              ) -> list[str]:
+    "`tasks`, else every registered task that has the named `grid`; a `UserError` when that is none."
+    names = list(tasks or [n for n, t in TASKS.items() if grid in t.grids])
+    if not names: raise UserError(f'no registered task has a grid {grid!r}', 'use --grid cpu or --grid full')
+    return names
+
+# %% ../../nbs/06_evaluate_tasks.ipynb #8eda2f47
+def evaluate_model(model: str, # short name (smollm2-135m), HF id, local folder, or API model
+                   backend: str='hf', # model backend
+                   grid: str='cpu', # the named grid each task runs: cpu (2 CPU cores) or full (papers)
+                   results=None, # results folder (default data/results/)
+                   tasks: Sequence[str]|None=None, # only these tasks (default: every one with the grid)
+                   cache: bool|str=True, # the response cache: a SQLite file or a folder (True: the wordbench one)
+                   lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16'}
+                   task_options: dict|None=None # options given to each task that knows them, e.g. {'n': 3}
+                  ) -> dict[str, str]:
+    "Run every task's `grid` for `model`, opened once for all of them, in one process; {task: why it was skipped}."
+    if (shard := env_shard()) is not None and shard.count > 1:
+        raise UserError(f'wordbench report runs in one process, but this is process {shard} of a launcher',
+                        'run `wordbench eval TASK --grid GRID` under the launcher, then `wordbench report --no-eval`')
+    names, skipped = grid_tasks(grid, tasks), {}
+    try: lm = open_lm(model, backend, cache=cache, options=lm_options)
+    except USER_ERRORS as e: return {name: user_message(e) for name in names}
+    for name in names:
+        task = TASKS[name]
+        opts = {k: v for k, v in (task_options or {}).items() if k in task.options or k in SETTING_OPTIONS}
+        try: run_eval(task, model, backend, out=results, grid=grid if grid in task.grids else None, cache=cache,
+                      lm_options=lm_options, lm=lm, **opts)
+        except USER_ERRORS as e: skipped[name] = user_message(e)
+    return skipped
+
+# %% ../../nbs/06_evaluate_tasks.ipynb #0ca43564
+def _first_error(path) -> str:
+    "The `error` of the first failed line of a `score_file` output file."
+    for line in Path(path).read_text(encoding='utf-8').splitlines():
+        err = json.loads(line).get('error')
+        if err: return str(err).splitlines()[0][:200]
+    return 'no error recorded'
+
+def score_file(model: str, # short name, HF id, local folder, or API model
+               input: str, # JSONL of log-likelihood (`context`, `continuation`) or generation (`prompt`) requests
+               output: str, # JSONL written with each answer (or `error`) added
+               backend: str='hf', # model backend
+               requests_per_call: int=256, # requests per call to the backend
+               cache: str|None=None, # SQLite cache file (default: the wordbench cache)
+               no_cache: bool=False, # neither read nor write the response cache
+               chunk_size: int=256, # requests per committed cache chunk (a kill loses at most one)
+               lm_options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
+              ) -> dict:
+    "Answer every request of `input` into `output`, cached and resumable; the counts (a `UserError` if any failed)."
+    from wordbench.models.score import read_score_requests, score_jsonl
+    read_score_requests(input)   # a malformed line is an error before any model loads
+    lm = open_lm(model, backend, cache=not no_cache and (cache or True), chunk_size=chunk_size, options=lm_options)
+    stats = score_jsonl(lm, input, output, batch_size=requests_per_call)
+    if stats['failed']:
+        raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(output)}); "
+                        f"{output} holds each answer or error",
+                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
+    return stats
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #2b186f6d
 def default_identity(model: str) -> str: # a short name, local folder or hub id
@@ -312,14 +382,14 @@ def default_identity(model: str) -> str: # a short name, local folder or hub id
     return f'hf:{model_identity(model)}:float32'
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #25228ddb
-def migrate_results(folder=None, # results folder (default `data/results`)
-                    identity: str|None=None, # every file's identity (default: `default_identity` of its model)
-                    tasks: Sequence[str]|None=None # task names (default: every registered one)
+def migrate_results(results=None, # results folder (default data/results/)
+                    identity: str|None=None, # every file's identity (default: the hf backend's, CPU and float32)
+                    tasks: Sequence[str]|None=None # only these tasks (default: every registered one)
                    ) -> list[tuple[Path, str, bool]]:
     "Give each results file without an `identity` column its identity (`add_identity`); `(path, identity, added)`."
     out = []
     for name in tasks or list(TASKS):
-        for path in sorted(results_dir(folder).glob(f'{name}_*.csv.gz')):
+        for path in sorted(results_dir(results).glob(f'{name}_*.csv.gz')):
             models = pd.read_csv(path, usecols=['model'], dtype=str, keep_default_na=False).model.unique()
             if len(models) != 1:
                 raise UserError(f'{path} holds {len(models)} models', 'give it an identity with `add_identity`')

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..core import UserError
-from ..models.lm import get_lm
+from ..models.open import open_lm
 from .results import ResultSchema, pick_identity, read_results, results_dir, write_results
 from .tasks import SETTING_OPTIONS, TASKS, Setting, Task, grid_parts, run_task
 
 # %% auto #0
 __all__ = ['SCORE_TOLERANCE', 'VECTOR_FLAGS', 'column_kinds', 'compare_results', 'sample_rows', 'item_key', 'grid_sources',
-           'recompute', 'verify_file', 'verify', 'verify_summary', 'cpu_summary']
+           'recompute', 'verify_file', 'verify', 'verify_summary', 'verify_report', 'cpu_summary']
 
 # %% ../../nbs/06a_evaluate_verify.ipynb #a049cdda
 SCORE_TOLERANCE = 5e-3  # nats (or score units): 3x the largest cross-CPU |difference| measured (1.6e-3)
@@ -132,16 +132,17 @@ def verify_file(path, # a committed results file `<task>_<model>.csv.gz`
     return cmp.assign(task=task.name, model=model, skipped=skipped)
 
 # %% ../../nbs/06a_evaluate_verify.ipynb #421a1c13
-def verify(tasks: Sequence[str]|None=None, # task names (default: every registered task)
-           models: Sequence[str]|None=None, # model names (default: every model with a committed file)
-           n: int|None=4, # rows per file (None: all)
+def verify(tasks: Sequence[str]|None=None, # only these tasks (default: every registered one)
+           models: Sequence[str]|None=None, # only these models (default: every one with a committed file)
+           sample: int|None=4, # rows per results file (None, or --all: every row)
            seed: int=0, # the sample's seed
            grid: str='cpu', # the main job's grid
-           strategy_models: Sequence[str]=('smollm2-135m',), # models that also ran `<grid>-strategies`
-           results=None, # results folder (default data/results)
-           backend: str='hf', # the backend the files were computed with
-           lm_options: dict|None=None, # its options (default: the main job's, batch size 8)
-           tolerance: float=SCORE_TOLERANCE, # largest |difference| allowed in a score
+           strategy_models: Sequence[str]=('smollm2-135m',), # models that also ran <grid>-strategies
+           results=None, # results folder (default data/results/)
+           backend: str='hf', # the backend the results were computed with
+           batch_size: int=8, # sequences per forward pass (the main job's)
+           tolerance: float=SCORE_TOLERANCE, # largest |difference| allowed in a score (measured)
+           out=None, # also write the full table (a row per file and column) as CSV
            log=print # progress lines (None: silent)
           ) -> pd.DataFrame:
     "The comparison of every committed results file of `tasks` × `models`, one row per file and column."
@@ -153,15 +154,16 @@ def verify(tasks: Sequence[str]|None=None, # task names (default: every register
             model = str(read_results(path, task.schema).model.iloc[0])
             if models and model not in models: continue
             grids = (grid, f'{grid}-strategies') if model in strategy_models else (grid,)
-            if model not in lms: lms[model] = get_lm(backend, model, **({'batch_size': 8} if lm_options is None
-                                                                         else lm_options))
-            if log: log(f'verify: {name} {model}: recomputing {n or "every"} rows of {path.name}')
+            if model not in lms: lms[model] = open_lm(model, backend, cache=False, options={'batch_size': batch_size})
+            if log: log(f'verify: {name} {model}: recomputing {sample or "every"} rows of {path.name}')
             if (name, grids) not in sources: sources[name, grids] = grid_sources(task, grids)
-            tables.append(verify_file(path, task, lms[model], n, seed, grids, tolerance, sources[name, grids]))
+            tables.append(verify_file(path, task, lms[model], sample, seed, grids, tolerance, sources[name, grids]))
     if not tables: raise UserError(f'no committed results of {", ".join(names)} in {folder}',
                                    'run `make figures` (or the `wordbench eval` that makes them) first')
     cols = ['task', 'model', 'rows', 'skipped', 'column', 'kind', 'max_abs_delta', 'changed', 'ok']
-    return pd.concat(tables, ignore_index=True)[cols]
+    table = pd.concat(tables, ignore_index=True)[cols]
+    if out: table.to_csv(out, index=False)
+    return table
 
 # %% ../../nbs/06a_evaluate_verify.ipynb #05229273
 def verify_summary(table: pd.DataFrame # `verify`'s table
@@ -179,6 +181,19 @@ def verify_summary(table: pd.DataFrame # `verify`'s table
                                max_abs_delta=float('nan'), changed=int(ex.changed.sum()),
                                status='ok' if ex.ok.all() else 'FAIL'))
     return pd.DataFrame(out)
+
+# %% ../../nbs/06a_evaluate_verify.ipynb #f85d617f
+def verify_report(table: pd.DataFrame, # `verify`'s table
+                  tolerance: float=SCORE_TOLERANCE # the tolerance it used
+                 ) -> tuple[str, bool]:
+    "The summary (`verify_summary`) as Markdown with the verdict line under it; whether every check passed."
+    summary = verify_summary(table)
+    bad, scores = summary[summary.status != 'ok'], table[table.kind == 'score'].max_abs_delta
+    rows = int(summary.drop_duplicates(['task', 'model']).rows.sum())
+    line = (f"verify: {summary[['task', 'model']].drop_duplicates().shape[0]} files, {rows} rows recomputed; "
+            f"largest score |difference| {scores.max():.2g} (tolerance {tolerance:g}); "
+            + (f'{len(bad)} checks FAILED' if len(bad) else 'every decision, prediction and reply equal'))
+    return summary.to_markdown(index=False, floatfmt='.2g') + '\n' + line, not len(bad)
 
 # %% ../../nbs/06a_evaluate_verify.ipynb #a7febdf8
 VECTOR_FLAGS = ('avx', 'avx2', 'fma', 'f16c', 'avx512f', 'avx512_bf16', 'avx512_vnni', 'amx_tile', 'amx_bf16',

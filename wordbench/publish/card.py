@@ -160,13 +160,15 @@ def run_recheck(csv_path) -> dict|None: # a results file; its run record lies be
 # %% ../../nbs/09b_publish_card.ipynb #ccff0903
 def model_card(model: str, # the model name, as evaluated
                tasks=None, # task names (default: every registered task)
-               results=None) -> tuple[pd.DataFrame, pd.DataFrame]: # results folder (default data/results)
+               results=None, # results folder (default data/results)
+               identity: str|None=None # the identity read where a file holds several (or a part of one)
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     "`(rows, tasks)`: every headline row (with `task`), and per task its benchmark, metric, protocol and reply health."
     rows, info = [], []
     for name in tasks or list(TASKS):
         task = TASKS[name]
         if not results_path(name, model, results).exists(): continue
-        res = task.results([model], results)
+        res = task.results([model], results, picks={model: identity})
         card = CARDS.get(name) or default_card(name, task.title)
         got = pd.DataFrame(card.rows(res), columns=list(CARD_COLUMNS))
         rows.append(got.assign(task=name))
@@ -176,10 +178,10 @@ def model_card(model: str, # the model name, as evaluated
     return (pd.concat(rows, ignore_index=True)[cols] if rows else pd.DataFrame(columns=cols)), pd.DataFrame(info)
 
 # %% ../../nbs/09b_publish_card.ipynb #f73e2ec8
-def _unit_cells(task: str, model: str, results=None) -> dict:
+def _unit_cells(task: str, model: str, results=None, identity: str|None=None) -> dict:
     "Per setting of `model`'s card for `task`, its per-unit accuracies (cells with a unit column only)."
     card = CARDS.get(task) or default_card(task, TASKS[task].title)
-    got = card.rows(TASKS[task].results([model], results))
+    got = card.rows(TASKS[task].results([model], results, picks={model: identity}))
     return {r['setting']: r['per_unit'] for r in got if r['kind'] == 'ours' and r.get('per_unit')}
 
 def other_models(task: str, model: str, results=None) -> list[str]:
@@ -193,12 +195,14 @@ PAIRED_COLUMNS = ('task', 'setting', 'other', 'n', 'this', 'that', 'diff', 'wins
 
 def paired_cells(model: str, # the model name, as evaluated
                  tasks=None, # task names (default: every registered task)
-                 results=None) -> pd.DataFrame: # results folder (default data/results)
+                 results=None, # results folder (default data/results)
+                 identity: str|None=None # this model's identity where a file holds several (or a part of one)
+                ) -> pd.DataFrame:
     "Per task, setting and other model: accuracies (%) on shared units, units won and lost, exact p, MDE (%)."
     out = []
     for name in tasks or list(TASKS):
         if not results_path(name, model, results).exists(): continue
-        mine = _unit_cells(name, model, results)
+        mine = _unit_cells(name, model, results, identity)
         for other in other_models(name, model, results) if mine else []:
             for s, b in _unit_cells(name, other, results).items():
                 shared = sorted(set(mine.get(s, {})) & set(b))
@@ -381,17 +385,18 @@ def _shown(path) -> str:
     except ValueError: return '<results folder>'
 
 def write_card(model: str, # the model name, as evaluated
-               out=None, # folder (default figures/models/<model>/)
+               out=None, # the card's folder (default figures/models/<model>/)
                results=None, # results folder (default data/results)
                tasks=None, # task names (default: every registered one)
-               identity: str|None=None) -> list[Path]: # the identity picked (named in the remake command)
+               identity: str|None=None # the results identity the card shows where a file holds several (or a part)
+              ) -> list[Path]:
     "Write the card of `model`: README.md and index.html, card.png/.svg, card_rows.csv/.md; the files."
     import matplotlib.pyplot as plt
     from wordbench.evaluate.results import model_slug
     out = Path(out or project_root()/'figures'/'models'/model_slug(model))
     out.mkdir(parents=True, exist_ok=True)
-    rows, info = model_card(model, tasks, results)
-    pairs = paired_cells(model, tasks, results)
+    rows, info = model_card(model, tasks, results, identity)
+    pairs = paired_cells(model, tasks, results, identity)
     cmd = f'wordbench report --model {model} --no-eval' + (f' --results {_shown(results)}' if results else '')
     cmd += f' --identity {identity}' if identity else ''
     blocks = card_blocks(model, rows, info, cmd, pairs)
