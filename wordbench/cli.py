@@ -9,7 +9,7 @@ from .core import Option, UserError, error_line, options_from, parse_flag, raw_r
 from . import resources
 from .build import BUILDERS, builder_kwargs
 from .evaluate.tasks import TASKS, env_shard, local_device, parse_shard, run_eval
-from .evaluate.tasks import evaluate_model, grid_tasks, migrate_results, score_file
+from .evaluate.tasks import evaluate_model, grid_tasks, migrate_results
 from .evaluate.verify import cpu_summary, verify, verify_report
 from .evaluate.check_server import check_report, check_server
 from .publish.analysis import ANALYSES
@@ -18,7 +18,7 @@ from .publish.export import HF_EXPORTS, LM_EVAL_EXPORTS, export_hf, export_lm_ev
 from .publish.inspect_logs import export_inspect
 from .publish.regenerate import AnalysisFailed, regenerate
 from .systems import load_systems, in_system_order
-from .models.hf import HF_DTYPES
+from .models import hf, score
 
 # %% auto #0
 __all__ = ['add_option', 'add_options', 'parse_key_values', 'OneLineParser', 'main']
@@ -91,7 +91,7 @@ def _backend_arguments(p: argparse.ArgumentParser):
     p.add_argument('--backend', default='hf',
                    help='hf, hf-mlm, openai, dummy, ... (openai: set --base-url; key from OPENAI_API_KEY)')
     p.add_argument('--base-url', default=None, help='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1')
-    p.add_argument('--dtype', default=None, choices=list(HF_DTYPES),
+    p.add_argument('--dtype', default=None, choices=list(hf.HF_DTYPES),
                    help='weights in this dtype (default float32); hf: bfloat16 and float16 re-check close decisions '
                         'in fp32 in a second pass; bfloat16-autocast = fp32 weights, bf16 matmuls')
     p.add_argument('--device', default=None, help='hf: cpu (default), cuda, cuda:N, or auto (every GPU there is)')
@@ -186,11 +186,11 @@ def _regenerate(a) -> int:
 def _score_parser(sub):
     "`wordbench score`: a JSONL file of requests through a backend and the cache (`score_file`)."
     c = _command(sub, 'score', _score, 'answer every request of a JSONL file (log-likelihood or generation)')
-    _backend_arguments(add_options(c, score_file, skip=('backend', 'lm_options')))
+    _backend_arguments(add_options(c, score.score_file, skip=('backend', 'lm_options')))
 
 def _score(a) -> int:
     "`wordbench score ...`: answer a JSONL file of requests, cached and resumable."
-    score_file(**_given(a, score_file, lm_options=_lm_options(a)))
+    score.score_file(**_given(a, score.score_file, lm_options=_lm_options(a)))
     return 0
 
 # %% ../nbs/90_cli.ipynb #c26c6dfa

@@ -22,7 +22,7 @@ from .results import update_results
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'Setting', 'grid', 'Job', 'Task', 'by_context', 'register_task', 'Shard',
            'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
-           'run_eval', 'grid_tasks', 'evaluate_model', 'score_file', 'default_identity', 'migrate_results']
+           'run_eval', 'grid_tasks', 'evaluate_model', 'default_identity', 'migrate_results']
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -345,35 +345,6 @@ def evaluate_model(model: str, # short name (smollm2-135m), HF id, local folder,
                       lm_options=lm_options, lm=lm, **opts)
         except USER_ERRORS as e: skipped[name] = user_message(e)
     return skipped
-
-# %% ../../nbs/06_evaluate_tasks.ipynb #0ca43564
-def _first_error(path) -> str:
-    "The `error` of the first failed line of a `score_file` output file."
-    for line in Path(path).read_text(encoding='utf-8').splitlines():
-        err = json.loads(line).get('error')
-        if err: return str(err).splitlines()[0][:200]
-    return 'no error recorded'
-
-def score_file(model: str, # short name, HF id, local folder, or API model
-               input: str, # JSONL of log-likelihood (`context`, `continuation`) or generation (`prompt`) requests
-               output: str, # JSONL written with each answer (or `error`) added
-               backend: str='hf', # model backend
-               requests_per_call: int=256, # requests per call to the backend
-               cache: str|None=None, # SQLite cache file (default: the wordbench cache)
-               no_cache: bool=False, # neither read nor write the response cache
-               chunk_size: int=256, # requests per committed cache chunk (a kill loses at most one)
-               lm_options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
-              ) -> dict:
-    "Answer every request of `input` into `output`, cached and resumable; the counts (a `UserError` if any failed)."
-    from wordbench.models.score import read_score_requests, score_jsonl
-    read_score_requests(input)   # a malformed line is an error before any model loads
-    lm = open_lm(model, backend, cache=not no_cache and (cache or True), chunk_size=chunk_size, options=lm_options)
-    stats = score_jsonl(lm, input, output, batch_size=requests_per_call)
-    if stats['failed']:
-        raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(output)}); "
-                        f"{output} holds each answer or error",
-                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
-    return stats
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #2b186f6d
 def default_identity(model: str) -> str: # a short name, local folder or hub id

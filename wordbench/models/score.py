@@ -4,13 +4,15 @@
 
 # %% ../../nbs/03m_models_score.ipynb #be75dbef
 from __future__ import annotations
-import logging, sys
-from ..core import read_jsonl, write_jsonl, check_record, DataError
+import json, logging, sys
+from pathlib import Path
+from ..core import read_jsonl, write_jsonl, check_record, DataError, UserError
 from .lm import LM, LMFailure, LoglikelihoodRequest, GenerateRequest, Generation, CHAT_ROLES
 from .cache import CachedLM
+from .open import open_lm
 
 # %% auto #0
-__all__ = ['log', 'SCORE_SCHEMA', 'GENERATE_OPTIONS', 'generate_request', 'read_score_requests', 'score_jsonl']
+__all__ = ['log', 'SCORE_SCHEMA', 'GENERATE_OPTIONS', 'generate_request', 'read_score_requests', 'score_jsonl', 'score_file']
 
 # %% ../../nbs/03m_models_score.ipynb #a09a0b57
 log = logging.getLogger(__name__)
@@ -110,4 +112,32 @@ def score_jsonl(lm: LM, # any backend, usually a `CachedLM`
     write_jsonl(out, output_path)
     log.info(f"scored {stats['requests']} requests from {input_path}: computed {stats['computed']}, "
              f"cached {stats['cached']}, failed {stats['failed']}")
+    return stats
+
+# %% ../../nbs/03m_models_score.ipynb #0ca43564
+def _first_error(path) -> str:
+    "The `error` of the first failed line of a `score_file` output file."
+    for line in Path(path).read_text(encoding='utf-8').splitlines():
+        err = json.loads(line).get('error')
+        if err: return str(err).splitlines()[0][:200]
+    return 'no error recorded'
+
+def score_file(model: str, # short name, HF id, local folder, or API model
+               input: str, # JSONL of log-likelihood (`context`, `continuation`) or generation (`prompt`) requests
+               output: str, # JSONL written with each answer (or `error`) added
+               backend: str='hf', # model backend
+               requests_per_call: int=256, # requests per call to the backend
+               cache: str|None=None, # SQLite cache file (default: the wordbench cache)
+               no_cache: bool=False, # neither read nor write the response cache
+               chunk_size: int=256, # requests per committed cache chunk (a kill loses at most one)
+               lm_options: dict|None=None # other backend options, e.g. {'dtype': 'bfloat16'}
+              ) -> dict:
+    "Answer every request of `input` into `output`, cached and resumable; the counts (a `UserError` if any failed)."
+    read_score_requests(input)   # a malformed line is an error before any model loads
+    lm = open_lm(model, backend, cache=not no_cache and (cache or True), chunk_size=chunk_size, options=lm_options)
+    stats = score_jsonl(lm, input, output, batch_size=requests_per_call)
+    if stats['failed']:
+        raise UserError(f"{stats['failed']} of {stats['requests']} requests failed ({_first_error(output)}); "
+                        f"{output} holds each answer or error",
+                        'check the backend (a server: is it up at --base-url?) and rerun: answers are cached')
     return stats
