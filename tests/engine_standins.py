@@ -1,35 +1,66 @@
-"""Stand-ins for vLLM's and SGLang's `/v1/completions` (tests only, 127.0.0.1), answering with what a local
-transformers causal LM computes, in each engine's own shapes as their current source writes them:
+"""Stand-ins for vLLM's, SGLang's and llama.cpp's `llama-server`'s `/v1/completions` (tests only, 127.0.0.1),
+answering with what a local transformers causal LM computes, in each engine's own shapes as their current source
+writes them:
 - vLLM: `vllm/entrypoints/openai/completion/serving.py` (`_create_completion_logprobs`: an echoed prompt's first
   token, BOS included, is `tokenizer.decode(token_id)` with log-prob None, and `text_offset` counts from it; echo sets
   `prompt_logprobs`), `completion/protocol.py` (`add_special_tokens` True: text prompts get BOS; `stop_reason`: the
-  stop string or token id, None at EOS), `vllm/sampling_params.py` and the engine's input checks (`logprobs` or
-  `prompt_logprobs` over `max_logprobs`, default 20: "Requested sample logprobs of N, which is greater than max
-  allowed: M"; a prompt over `max_model_len` refused with a 400), `/v1/models` (`owned_by='vllm'`, `max_model_len`).
+  stop string or token id, None at EOS; `to_sampling_params`: each of `_DEFAULT_SAMPLING_PARAMS` from the request,
+  else from the model's `generation_config.json`, as `--generation-config auto`, the default, reads it, else OpenAI's
+  default), `vllm/sampling_params.py` and the engine's input checks (`logprobs` or `prompt_logprobs` over
+  `max_logprobs`, default 20: "Requested sample logprobs of N, which is greater than max allowed: M"; a prompt over
+  `max_model_len` refused with a 400), `/v1/models` (`owned_by='vllm'`, `max_model_len`).
 - SGLang: `python/sglang/srt/entrypoints/openai/serving_completions.py` (`_convert_to_internal_request`: echo with
   logprobs sets `logprob_start_len=0`, so the prompt's log-probs are computed; `_build_completion_response`:
-  `matched_stop` is the stop string or the token id that ended the reply), `entrypoints/openai/utils.py`
-  (`to_openai_style_logprobs`: tokens and log-probs of the input then the output, `text_offset` -1 everywhere, top
-  log-probs the top k only), `protocol.py` (no `prompt_logprobs` on completions; `/v1/models` `owned_by='sglang'`,
-  `max_model_len`)."""
+  `matched_stop` is the stop string or the token id that ended the reply; `_build_sampling_params`: the request's
+  fields, whose defaults are SGLang's own, so the model's defaults (`sampling_defaults="model"`) reach only chat
+  requests, which these stand-ins do not serve), `entrypoints/openai/utils.py` (`to_openai_style_logprobs`: tokens
+  and log-probs of the input then the output, `text_offset` -1 everywhere, top log-probs the top k only),
+  `protocol.py` (no `prompt_logprobs` on completions; `/v1/models` `owned_by='sglang'`, `max_model_len`).
+- llama.cpp's `llama-server`: `tools/server/server-task.cpp` (`params_from_json_cmpl`: each sampling field from the
+  request, else the server's defaults, those of its command line; `to_json_oaicompat`: log-probs in the chat API's
+  shape, `logprobs.content[i]` = `{id, token, bytes, logprob, top_logprobs}` with the top k only; no stop field beside
+  `finish_reason`), `server-common.cpp` (echo refused: "Only no echo is supported"), `/props`
+  (`default_generation_settings`, `total_slots`), `/v1/models` (`owned_by='llamacpp'`, no window).
+
+Replies are sampled as the engine samples (`next_token`): penalties, then greedy at temperature 0, else temperature,
+min-p, top-k and top-p; `generation_config` is what the engine fills in for a field the request leaves out (vLLM: the
+model's `generation_config.json`; llama.cpp: the server's command line)."""
+from collections import Counter
 from fixtures.vllm_standin import StandIn, _prompts
 
+# per engine, the sampling fields its /v1/completions reads (its own names), each with the engine's default
+READS = {'vllm': dict(repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, temperature=1.0, top_p=1.0,
+                      top_k=0, min_p=0.0),   # `CompletionRequest._DEFAULT_SAMPLING_PARAMS`
+         'sglang': dict(repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, temperature=1.0,
+                        top_p=1.0, top_k=-1, min_p=0.0),   # `CompletionRequest`'s field defaults
+         'llama.cpp': dict(repeat_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, temperature=0.8,
+                           top_p=0.95, top_k=40, min_p=0.05, typical_p=1.0, top_n_sigma=-1.0, xtc_probability=0.0,
+                           dry_multiplier=0.0, mirostat=0, dynatemp_range=0.0)}   # `common_params_sampling`
+OFF_ONLY = ('typical_p', 'top_n_sigma', 'xtc_probability', 'dry_multiplier', 'mirostat', 'dynatemp_range')  # not here
+
 class EngineStandIn(StandIn):
-    "vLLM's (`engine='vllm'`) or SGLang's (`'sglang'`) completions protocol over `model`/`tokenizer`."
-    def __init__(self, model, tokenizer, engine='vllm', max_model_len=512, max_logprobs=20, **kw):
+    "vLLM's (`engine='vllm'`), SGLang's (`'sglang'`) or llama-server's (`'llama.cpp'`) protocol over a model."
+    def __init__(self, model, tokenizer, engine='vllm', max_model_len=512, max_logprobs=20, generation_config=None,
+                 **kw):
         super().__init__(model, tokenizer, **kw)
         self.engine, self.max_model_len, self.max_logprobs = engine, max_model_len, max_logprobs
+        self.generation_config = dict(generation_config or {})   # by generation_config.json's names
         outer, base = self, self.httpd.RequestHandlerClass
         class Handler(base):
             def do_GET(self):
+                if outer.engine == 'llama.cpp' and self.path == '/props':
+                    return self.send(200, {'default_generation_settings': {'n_ctx': outer.max_model_len},
+                                           'total_slots': outer.slots or 1})
                 if self.path != '/v1/models': return base.do_GET(self)
-                self.send(200, {'object': 'list', 'data': [{'id': outer.name, 'object': 'model',
-                                                            'owned_by': outer.engine,
-                                                            'max_model_len': outer.max_model_len}]})
+                card = {'id': outer.name, 'object': 'model', 'owned_by': outer.engine.replace('.', '')}
+                window = {} if outer.engine == 'llama.cpp' else {'max_model_len': outer.max_model_len}
+                self.send(200, {'object': 'list', 'data': [card | window]})
         self.httpd.RequestHandlerClass = Handler
 
     def check(self, body: dict, prompts: list) -> None:
-        "The engine's refusals (a 400): a prompt over the window; in vLLM, more log-probs than `max_logprobs`."
+        ("The engine's refusals (a 400): a prompt over the window; in vLLM, more log-probs than `max_logprobs`; "
+         "in llama-server, echo.")
+        if self.engine == 'llama.cpp' and body.get('echo'): raise ValueError('Only no echo is supported')
         n = body.get('max_tokens', 16)
         for ids in prompts:
             if len(ids) + n > self.max_model_len:
@@ -46,26 +77,70 @@ class EngineStandIn(StandIn):
         "The engine's completions response to `body`."
         prompts = _prompts(body['prompt'], self.tok)
         self.check(body, prompts)
-        if self.engine == 'sglang': body = {k: v for k, v in body.items() if k != 'prompt_logprobs'}
-        out = super().complete(body)
+        if self.engine != 'vllm': body = {k: v for k, v in body.items() if k != 'prompt_logprobs'}
+        out = super().complete(body)   # each choice through `finish`
         for choice in out['choices']:
-            self.finish(choice, body)
             if self.engine == 'sglang' and choice['logprobs']: self.sglang_logprobs(choice['logprobs'],
                                                                                    body['logprobs'])
         return out
 
-    def finish(self, choice: dict, body: dict) -> None:
-        "Cut a generated reply at its first stop string or EOS, and say which as the engine does."
+    def sampling(self, body: dict) -> dict:
+        ("The sampling fields the engine reads (`READS`), by generation_config's names: each from `body`, else "
+         "(vLLM, llama.cpp) from `generation_config`, else the engine's default.")
+        given = {} if self.engine == 'sglang' else self.generation_config
+        name = lambda k: 'repetition_penalty' if k == 'repeat_penalty' else k
+        p = {name(k): body[k] if body.get(k) is not None else given.get(name(k), d)
+             for k, d in READS[self.engine].items()}
+        if on := [k for k in OFF_ONLY if k in p and p[k] != READS['llama.cpp'][k]]:
+            raise ValueError(f'this stand-in serves {on} only turned off')
+        return p
+
+    def next_token(self, seq: list[int], n_prompt: int, logits, body: dict) -> int:
+        ("The token after `seq` as the engine samples it: penalties on the logits (repetition over prompt and reply, "
+         "presence and frequency over the reply), then greedy at temperature 0, else a draw after temperature, min-p, "
+         "top-k and top-p, seeded by the request's `seed` and the position.")
+        import torch
+        p, x = self.sampling(body), logits.clone()
+        if p['repetition_penalty'] != 1:
+            seen = torch.tensor(sorted(set(seq)))
+            x[seen] = torch.where(x[seen] > 0, x[seen] / p['repetition_penalty'], x[seen] * p['repetition_penalty'])
+        for t, n in Counter(seq[n_prompt:]).items(): x[t] -= n * p['frequency_penalty'] + p['presence_penalty']
+        if p['temperature'] < 1e-5: return int(x.argmax())
+        probs = (x / p['temperature']).softmax(-1)
+        keep = probs >= p['min_p'] * probs.max()
+        if p['top_k'] > 0: keep &= probs >= probs.topk(p['top_k']).values[-1]
+        if p['top_p'] < 1:   # the smallest set of likeliest tokens whose mass reaches top_p
+            ranked = probs.sort(descending=True)
+            keep[ranked.indices[ranked.values.cumsum(0) - ranked.values >= p['top_p']]] = False
+        g = torch.Generator().manual_seed((body.get('seed') or 0) * 100_003 + len(seq))
+        return int(torch.multinomial(probs * keep, 1, generator=g))
+
+    def token_logprobs(self, seq, lp, shown, k) -> dict:
+        "The engine's `logprobs` of the tokens at `shown`; llama-server's: the chat API's shape, the top `k` alone."
+        if self.engine != 'llama.cpp': return super().token_logprobs(seq, lp, shown, k)
+        text = lambda t: self.tok.decode([t])
+        row = lambda t, l: {'id': t, 'token': text(t), 'bytes': list(text(t).encode()), 'logprob': l}
+        content = []
+        for j in shown:   # generated tokens only: echo is refused
+            best = lp[j - 1].topk(k)
+            top = [row(int(t), float(v)) for v, t in zip(best.values, best.indices)]
+            content.append(row(seq[j], float(lp[j - 1][seq[j]])) | {'top_logprobs': top})
+        return {'content': content}
+
+    def finish(self, choice: dict, body: dict, new: list[int]) -> None:
+        ("A generated reply as the engine writes it: ended at its first EOS or stop string, special tokens left out "
+         "(`skip_special_tokens`), and which end it was in the engine's own field.")
         if body.get('echo'): return
-        text, eos = choice['text'], self.tok.eos_token
-        ends = [(text.find(s), s) for s in body.get('stop') or [] if s in text]
-        ends += [(text.find(eos), None)] if eos and eos in text else []
-        field = 'stop_reason' if self.engine == 'vllm' else 'matched_stop'
-        choice[field] = None
-        if not ends: return
-        at, stop = min(ends, key=lambda e: e[0])
-        choice.update({'text': text[:at], 'finish_reason': 'stop',
-                       field: stop if stop is not None or self.engine == 'vllm' else self.tok.eos_token_id})
+        eos = next((i for i, t in enumerate(new) if t == self.tok.eos_token_id), None)
+        text = self.tok.decode(new[:eos], skip_special_tokens=True)
+        stops = [(text.find(s), s) for s in body.get('stop') or [] if s in text]
+        field = {'vllm': 'stop_reason', 'sglang': 'matched_stop'}.get(self.engine)   # llama-server: no such field
+        choice['text'] = text[:min(stops)[0]] if stops else text
+        if field: choice[field] = None
+        if not stops and eos is None: return
+        choice['finish_reason'] = 'stop'
+        if field and stops: choice[field] = min(stops)[1]
+        elif field == 'matched_stop': choice[field] = self.tok.eos_token_id   # vLLM: None at EOS
 
     def sglang_logprobs(self, lp: dict, k: int) -> None:
         "vLLM's logprobs object as SGLang writes it: no text offsets, the top `k` only."

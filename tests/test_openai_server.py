@@ -49,6 +49,19 @@ def test_topk_from_the_generation_path(lm):
     assert lm.failures == []
 
 
+def test_topk_reads_both_reply_shapes(lm):
+    ("The server's completions reply (`top_logprobs` dicts) and its chat reply (`content[].top_logprobs` rows, the "
+     "shape llama.cpp's llama-server writes on /completions too) give the same kind of top-k.")
+    from wordbench.models.openai_endpoint import next_top_logprobs
+    legacy = lm.client.completions.create(model=lm.model, prompt='The capital of France is', max_tokens=1,
+                                          logprobs=5, temperature=0.0)
+    chat = lm.client.chat.completions.create(model=lm.model, messages=[{'role': 'user', 'content': 'Name a colour.'}],
+                                             max_tokens=1, logprobs=True, top_logprobs=5, temperature=0.0)
+    tops = [next_top_logprobs(r.choices[0].logprobs) for r in (legacy, chat)]
+    assert all(0 < len(t) <= 5 and all(lp <= 0 for lp in t.values()) for t in tops), tops
+    assert set(tops[1]) == {t.token for t in chat.choices[0].logprobs.content[0].top_logprobs}, tops
+
+
 def _eval_wscplus(url, model, strategy, out):
     "`wordbench eval wscplus` on 3 items against the server: `(completed process, seconds)`."
     import os, subprocess, sys, time

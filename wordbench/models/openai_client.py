@@ -15,7 +15,8 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
                           register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
 from .openai_transport import FATAL, retry_policy, server_errors
 from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prober, TokenIds,
-                                              echo_tokens, batch_logprobs, probe_endpoint, finish_reason)
+                                              echo_tokens, batch_logprobs, probe_endpoint, finish_reason,
+                                              sampling_fields, next_top_logprobs)
 
 # %% auto #0
 __all__ = ['DEFAULT_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
@@ -155,7 +156,8 @@ def _without_server_stop(self: OpenAILM, r: GenerateRequest) -> Generation|LMFai
 @patch
 def _chat(self: OpenAILM, r: GenerateRequest) -> Generation|LMFailure:
     "One completion: chat messages through `/chat/completions`, a raw prompt through `/completions`."
-    kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed)
+    kw = dict(model=self.model, max_tokens=r.max_tokens, temperature=r.temperature, top_p=r.top_p, seed=r.seed,
+              **sampling_fields(self.endpoint.server, self.base_url))   # nothing left to the server's defaults
     if r.stop: kw['stop'] = list(r.stop)
     fmt = 'raw' if r.prompt is not None else 'server-chat'
     if r.messages and self.endpoint.chat is False:   # probed: no chat template; the hf engine's fallback
@@ -323,10 +325,10 @@ def _top(self: OpenAILM, r: TopKRequest):
     ("A `TopK` of `r.k` `(word, logprob)` pairs after `r.context` (stripped of spaces), or `LMFailure`; "
      "targets ranked within them.")
     out = self._call(self.client.completions.create, model=self.model, prompt=r.context, max_tokens=1,
-                     logprobs=r.k, temperature=0.0)
+                     logprobs=r.k, temperature=0.0, top_p=1.0, **sampling_fields(self.endpoint.server, self.base_url))
     if isinstance(out, LMFailure): return out
-    lp = out.choices[0].logprobs
-    top = dict(lp.top_logprobs[0]) if lp and lp.top_logprobs and lp.top_logprobs[0] else {}
+    top = next_top_logprobs(out.choices[0].logprobs if out.choices else None)   # either shape (llama-server's: chat)
+    if not top: return self._fail(f'no top-{r.k} log-probs in the reply for {r.context!r:.60}')
     words = tuple((t.strip(), l) for t, l in sorted(top.items(), key=lambda x: -x[1])[:r.k])
     ranks = {w: i + 1 for i, (w, _) in reversed(list(enumerate(words)))}
     # a target beyond the top k: unknown
