@@ -45,9 +45,11 @@ class ToyChoice(Task):
                                   'label': int}, text=('id', 'model'))
     options = {'n': Option('items', int, default=4)}
     def __init__(self, name: str='toy-pick', # its registry name
-                 strategies: Sequence[str]=('plain', 'cue')): # its strategies (all default; 'gen' generates)
+                 strategies: Sequence[str]=('plain', 'cue'), # its strategies (all default; 'gen' generates)
+                 schema: ResultSchema|None=None): # another results schema (default: the class's, what `row` fills)
         self.name, self.strategies = name, tuple(strategies)
         self.default_strategies, self.grids = self.strategies, {'cpu': [dict(strategies=list(strategies), n=5)]}
+        if schema is not None: self.schema = schema
 
 # %% ../nbs/00a_testing.ipynb #a0a7c003
 @patch
