@@ -103,11 +103,26 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=
 LLAMA_WHEELS := $(HOME)/.cache/wordbench/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell printf '%s' \
   '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
-test-env: $(TEST_STAMP)            ## test-only: llama.cpp's server (a source build, ~7-18 min the first time), hypothesis, minicons
+# llama.cpp's own `llama-server`, from the same source distribution as the wheel (it ships `vendor/llama.cpp`, whose
+# tools/server is the real server) and with the same portable flags; kept under a name that carries them
+LLAMA_SERVER := $(LLAMA_WHEELS)/llama-server
+LLAMA_SERVER_ARGS := $(LLAMA_CMAKE_ARGS) -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+
+test-env: $(TEST_STAMP)            ## test-only: llama.cpp's server and wheel (source builds, ~7-18 min each the first time), hypothesis, minicons
 $(TEST_STAMP): requirements-dev.lock $(STAMP)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 	  $(PIP) wheel --no-deps --no-cache-dir --no-binary llama-cpp-python -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
 	$(PIP) install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	@test -x $(LLAMA_SERVER) || { src=$$(mktemp -d) && echo "building llama-server (once, ~10 min)" && \
+	  cmake=$$(command -v cmake || { $(PIP) install cmake >&2 && echo $(BIN)/cmake; }) && \
+	  $(PIP) download --no-deps --no-binary :all: -d $$src llama-cpp-python==$(LLAMA_VERSION) && \
+	  tar xzf $$src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $$src && \
+	  $$cmake -S $$src/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B $$src/build $(LLAMA_SERVER_ARGS) >/dev/null && \
+	  $$cmake --build $$src/build --target llama-server -j $$(nproc) >/dev/null && \
+	  install -m 755 $$src/build/bin/llama-server $(LLAMA_SERVER).partial && mv $(LLAMA_SERVER).partial $(LLAMA_SERVER) && \
+	  rm -rf $$src; }
+	install -m 755 $(LLAMA_SERVER) $(BIN)/llama-server
 	$(PIP) install -r requirements-dev.lock -c requirements.lock
 	@touch $(TEST_STAMP)
 

@@ -8,7 +8,8 @@ import os, sys
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['stop_process', 'popen_tied', 'exit_description', 'wait_for_server', 'first_completion', 'LlamaCppServer']
+__all__ = ['stop_process', 'popen_tied', 'exit_description', 'wait_for_server', 'first_completion', 'LlamaCppServer',
+           'llama_server_binary', 'LlamaServer']
 
 # %% ../../nbs/94_bench_servers.ipynb #5c372515
 _PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): the signal a process gets when its parent dies
@@ -137,3 +138,23 @@ def start(self: LlamaCppServer) -> LlamaCppServer:
 def stop(self: LlamaCppServer):
     "Stop the server (a no-op when it is not running)."
     if self.proc is not None: stop_process(self.proc)
+
+# %% ../../nbs/94_bench_servers.ipynb #b5e70002
+def llama_server_binary() -> str|None:
+    "The `llama-server` beside this Python (what `make test-env` installs), else one on PATH; None when there is none."
+    import shutil
+    from pathlib import Path
+    here = Path(sys.executable).parent/'llama-server'
+    return str(here) if here.is_file() else shutil.which('llama-server')
+
+# %% ../../nbs/94_bench_servers.ipynb #b5e70003
+class LlamaServer(LlamaCppServer):
+    "llama.cpp's own `llama-server` for a GGUF file on 127.0.0.1, tied to this process."
+    slots: int = 1   # parallel sequences (`--parallel`)
+    def command(self, port: int) -> list[str]:
+        "The server's command line on `port`; a FileNotFoundError when no `llama-server` is installed."
+        exe = llama_server_binary()
+        if exe is None: raise FileNotFoundError('llama-server is not installed; fix: make test-env')
+        cmd = [exe, '-m', self.gguf, '--host', '127.0.0.1', '--port', str(port), '-c', str(self.n_ctx),
+               '--parallel', str(self.slots), '--flash-attn', 'off', '--no-webui']
+        return cmd + (['-t', str(self.threads), '-tb', str(self.threads)] if self.threads else [])
