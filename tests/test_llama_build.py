@@ -50,3 +50,18 @@ def test_llama_cpp_is_built_for_any_x86_64():
         if amx or avx512: found[lib.name] = dict(amx=sorted(set(amx))[:5], avx512=len(avx512))
     assert not found, (f'llama.cpp was built for one CPU, not for any x86-64 one: {found}; '
                        'rebuild it: rm -rf ~/.cache/wordbench/wheels .venv/.wordbench-test-installed && make test-env')
+
+
+def test_llama_server_is_built_for_any_x86_64():
+    "llama.cpp's own `llama-server` (statically linked, from the same source and flags) holds neither."
+    from wordbench.bench.servers import llama_server_binary
+    if platform.machine() not in ('x86_64', 'AMD64'): pytest.skip('an x86-64 build check')
+    _require('objdump (Debian binutils)', shutil.which('objdump') is not None)
+    exe = llama_server_binary()
+    _require('llama-server (make test-env)', exe is not None)
+    code = instructions(Path(exe))
+    assert '>:' in code and 'ggml_' in code, f'{exe}: no ggml code in its disassembly'
+    amx, avx512 = AMX.findall(code), AVX512.findall(code)
+    assert not amx and not avx512, (f'{exe} was built for one CPU: AMX {sorted(set(amx))[:5]}, AVX-512 {len(avx512)}; '
+                                    'rebuild it: rm -rf ~/.cache/wordbench/wheels .venv/.wordbench-test-installed '
+                                    '&& make test-env')
