@@ -1,6 +1,7 @@
 "Shared pytest fixtures (kept minimal)."
 import os, importlib
 import pytest
+from server_fixtures import serving
 
 LLAMA_CPP_INSTALL = 'pip install "llama-cpp-python[server]==0.3.36"'
 
@@ -23,11 +24,7 @@ def llama_server(tmp_path_factory):
     try: gguf = LOCAL_MODELS['smollm2-135m'].gguf()
     except ResourceMissing as e: why = e
     if why: _missing('the SmolLM2-135M GGUF', why)
-    server = LlamaCppServer(gguf, n_ctx=2048, log_path=tmp_path_factory.mktemp('llama_server')/'server.log')
-    try: server.start()
-    except RuntimeError as e: pytest.fail(str(e), pytrace=False)
-    try: yield server.base_url, server.model
-    finally: server.stop()
+    yield from serving(LlamaCppServer(gguf, n_ctx=2048, log_path=tmp_path_factory.mktemp('llama_server')/'server.log'))
 
 
 @pytest.fixture(scope='session')

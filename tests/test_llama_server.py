@@ -3,6 +3,7 @@ server on the same GGUF: greedy replies and top-k lists agree, top-k runs the pr
 import subprocess, sys
 from pathlib import Path
 import pytest
+from server_fixtures import serving
 from wordbench.bench.servers import LlamaServer, llama_server_binary
 from wordbench.models.lm import GenerateRequest, LMFailure, TopKRequest, get_lm
 from wordbench.resources import LOCAL_MODELS
@@ -14,12 +15,8 @@ PROMPTS = ('The capital of France is', 'A robin is a kind of', 'Once upon a time
 def real_server(tmp_path_factory):
     "`(base_url, model_id)` of `llama-server` for SmolLM2-135M's GGUF on 127.0.0.1; skipped without the binary."
     if llama_server_binary() is None: pytest.skip('llama-server is not installed (make test-env builds it)')
-    server = LlamaServer(LOCAL_MODELS['smollm2-135m'].gguf(), n_ctx=2048,
-                         log_path=tmp_path_factory.mktemp('llama_server_real')/'server.log')
-    try: server.start()
-    except RuntimeError as e: pytest.fail(str(e), pytrace=False)
-    try: yield server.base_url, server.model
-    finally: server.stop()
+    yield from serving(LlamaServer(LOCAL_MODELS['smollm2-135m'].gguf(), n_ctx=2048,
+                                   log_path=tmp_path_factory.mktemp('llama_server_real')/'server.log'))
 
 
 def both(real_server, llama_server):

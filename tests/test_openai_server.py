@@ -1,5 +1,6 @@
 "End to end: the `openai` backend against a real OpenAI-compatible server (llama-cpp-python serving SmolLM2-135M)."
 import pytest
+from server_fixtures import serving
 from wordbench.models.lm import get_lm, GenerateRequest, Generation, LoglikelihoodRequest, TopKRequest
 from wordbench.models.openai_client import OpenAILM
 from wordbench.models.openai_endpoint import LogprobAlignmentError
@@ -77,12 +78,8 @@ def gemma_server(llama_server, tmp_path_factory):
     "`(base_url, model_id)` of the same server on the packaged Gemma 3 270M GGUF (where issue 20's run hung)."
     from wordbench.resources import LOCAL_MODELS
     from wordbench.bench.servers import LlamaCppServer
-    server = LlamaCppServer(LOCAL_MODELS['gemma3-270m'].gguf(), n_ctx=2048,
-                            log_path=tmp_path_factory.mktemp('gemma_server')/'server.log')
-    try: server.start()
-    except RuntimeError as e: pytest.fail(str(e), pytrace=False)
-    try: yield server.base_url, server.model
-    finally: server.stop()
+    yield from serving(LlamaCppServer(LOCAL_MODELS['gemma3-270m'].gguf(), n_ctx=2048,
+                                      log_path=tmp_path_factory.mktemp('gemma_server')/'server.log'))
 
 def test_cli_refuses_scored_protocol_up_front(gemma_server, tmp_path):
     "A scored protocol on llama-cpp-python: one line naming the bug and the fix within seconds, not a 20-minute hang."
