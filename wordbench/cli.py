@@ -18,7 +18,7 @@ from .publish.export import HF_EXPORTS, LM_EVAL_EXPORTS, export_hf, export_lm_ev
 from .publish.inspect_logs import export_inspect
 from .publish.regenerate import AnalysisFailed, regenerate
 from .systems import load_systems, in_system_order
-from .models import hf, score
+from .models import hf, score as scoring
 
 # %% auto #0
 __all__ = ['add_option', 'add_options', 'parse_key_values', 'OneLineParser', 'main']
@@ -186,11 +186,11 @@ def _regenerate(a) -> int:
 def _score_parser(sub):
     "`wordbench score`: a JSONL file of requests through a backend and the cache (`score_file`)."
     c = _command(sub, 'score', _score, 'answer every request of a JSONL file (log-likelihood or generation)')
-    _backend_arguments(add_options(c, score.score_file, skip=('backend', 'lm_options')))
+    _backend_arguments(add_options(c, scoring.score_file, skip=('backend', 'lm_options')))
 
 def _score(a) -> int:
     "`wordbench score ...`: answer a JSONL file of requests, cached and resumable."
-    score.score_file(**_given(a, score.score_file, lm_options=_lm_options(a)))
+    scoring.score_file(**_given(a, scoring.score_file, lm_options=_lm_options(a)))
     return 0
 
 # %% ../nbs/90_cli.ipynb #c26c6dfa
