@@ -64,6 +64,16 @@ def _chi2(counts: np.ndarray) -> np.ndarray:
     expected = counts.sum(-1, keepdims=True) * counts.sum(-2, keepdims=True) / n
     return np.where(expected > 0, (counts - expected) ** 2 / np.where(expected > 0, expected, 1), 0).sum((-2, -1))
 
+# %% ../../nbs/09_publish_artefacts.ipynb #dcb23272
+def _shuffled_chi2(answers: np.ndarray, levels: np.ndarray, shape: tuple, permutations: int, seed: int) -> np.ndarray:
+    "Chi-square statistics of `permutations` tables of `levels` against shuffled `answers`, in chunks of bounded size."
+    rng, (L, K), out = np.random.default_rng(seed), shape, []
+    for start in range(0, permutations, (chunk := max(1, 2_000_000 // len(answers)))):
+        b = min(chunk, permutations - start)
+        idx = (np.arange(b)[:, None] * L + levels) * K + rng.permuted(np.tile(answers, (b, 1)), axis=1)
+        out.append(_chi2(np.bincount(idx.ravel(), minlength=b * L * K).reshape(b, L, K)))
+    return np.concatenate(out)
+
 # %% ../../nbs/09_publish_artefacts.ipynb #113ad088
 def feature_dependence(answers: Sequence, # one answer per row; missing (NaN, None) is the category 'none'
                        feature: Sequence, # the prompt feature of each row (rows without one are dropped)
@@ -82,9 +92,7 @@ def feature_dependence(answers: Sequence, # one answer per row; missing (NaN, No
     out = dict(p=np.nan, n=n, levels=int(L), determined=determined, statistic=np.nan, reason='')
     if L < 2: return out | dict(reason=f'{L} level{"" if L == 1 else "s"} of the feature: nothing to compare')
     stat = _chi2(counts)
-    shuffled = np.random.default_rng(seed).permuted(np.tile(ai, (permutations, 1)), axis=1)
-    idx = (np.arange(permutations)[:, None] * L + fi) * K + shuffled
-    perm = _chi2(np.bincount(idx.ravel(), minlength=permutations * L * K).reshape(permutations, L, K))
+    perm = _shuffled_chi2(ai, fi, (L, K), permutations, seed)
     return out | dict(p=float((1 + (perm >= stat - 1e-9).sum()) / (1 + permutations)), statistic=float(stat))
 
 # %% ../../nbs/09_publish_artefacts.ipynb #c6943653
