@@ -123,3 +123,20 @@ def test_a_scorer_that_refuses_an_empty_context_does_not_break_perplexity_select
     assert [(r.context, r.continuation) for r in scorer.seen] == [('A', ' t walks home.'), ('The', ' t sings.')]
     stages = set(p.funnel.table().stage)
     assert any(s.startswith('perplexity: scored after the first word') for s in stages), stages
+
+
+def test_the_csj_rewrite_is_asked_in_the_authors_conversation():
+    "As in `3_CSJ_generation.py`: the rewrite's own system turn, the sentence prompt, the true sentences, the rewrite."
+    from wordbench.newterm.build_prompts import construction_prompts
+    true = 'The goods looked wokely to everyone.'
+    script = {('sentences', 'wokely'): '1. ' + true, ('csj_wrong', 'wokely'): 'Wrong Sentence: A wokely palace.'}
+    lm = ScriptedLM(script, prompt_kind)
+    csj_candidates(Pipeline(lm, None, toy_embed, max_tries=1), [dict(term='wokely', meaning='paltry', type='x',
+                                                                      related=['poor'])])
+    asked, = lm.seen[('csj_wrong', 'wokely')]
+    prompts = construction_prompts()
+    assert asked.messages == (('system', prompts['csj_wrong'][0].format(n=3)),
+                              ('user', prompts['sentences'][1].format(term='wokely', meaning='paltry', n=3,
+                                                                      related='"poor"')),
+                              ('assistant', true), ('user', prompts['csj_wrong'][1].format(term='wokely')))
+    assert asked.messages[0][1] != prompts['sentences'][0].format(n=3)   # not the sentence prompt's system turn

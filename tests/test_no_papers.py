@@ -1,5 +1,5 @@
 "Without the papers (`WORDBENCH_SEEDS` an empty folder) the package loads and every command that needs no paper works."
-import os, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 from wordbench.core import raw_root
@@ -49,3 +49,15 @@ def test_exports_take_titles_from_the_manifest(no_papers, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     card = (tmp_path/'winodict'/'README.md').read_text()
     assert 'title = {{WinoDict}: Probing' in card, card[-1500:]
+
+
+def test_the_newterm_builder_runs(no_papers, tmp_path):
+    "The construction prompts come from the authors' scripts in the raw data folder, so building needs no paper."
+    env = dict(no_papers, WORDBENCH_CACHE=str(tmp_path/'cache'))
+    out = wordbench(env, 'build', 'newterm', '--backend', 'dummy', '--model', 'toy', '--scorer', 'toy',
+                    '--scorer-backend', 'dummy', '--sample', 1, '--out', tmp_path/'built')
+    assert out.returncode == 0 and 'Traceback' not in out.stderr, out.stderr[-2000:]
+    report = json.loads((tmp_path/'built'/'report.json').read_text())
+    asked = {(r['task'], r['stage']): r['asked'] for r in report['funnel']}
+    for stage in (('terms', 'related'), ('COMA', 'sentences'), ('CSJ', 'true sentences')):
+        assert asked[stage] > 0, asked     # each asked with a prompt read from the authors' scripts

@@ -258,8 +258,8 @@ def embedding_model():
 # %% ../nbs/01_resources.ipynb #a42f0e10
 RAW_DATA_FETCH = ('run `wordbench fetch` (every raw input from its public source, checked, into {root}), '
                   'or set WORDBENCH_DATA to a folder that holds them')
-PAPERS_OPTIONAL = ("read only by NewTerm's prompts (eval, build), the probes' generation prompts, export citations "
-                   'and the prose check; set WORDBENCH_SEEDS to the folder of the papers')
+PAPERS_OPTIONAL = ("read only by the probes' generation prompts, export citations and the prose check; "
+                   'set WORDBENCH_SEEDS to the folder of the papers')
 
 # %% ../nbs/01_resources.ipynb #0d7d0414
 def _check_raw_data():

@@ -20,10 +20,10 @@ from .sources import load_newterm
 from .prompts import deduce_system, deduce_user
 from .similarity import sentence_embedder
 from .terms import zipf_frequency
-from .build_prompts import (COMA_PHRASES, blank_term, build_messages, construction_prompts,
-                                         diversity_filter, find_term, parse_score, parse_selection, parse_terms,
-                                         parse_wrong_sentences, perplexity, quoted_list, reply_lines, split_coma,
-                                         token_count)
+from .build_prompts import (blank_term, build_messages, coma_phrase, construction_prompts,
+                                         diversity_filter, filter_connective, find_term, parse_score, parse_selection,
+                                         parse_terms, parse_wrong_sentences, perplexity, quoted_list, reply_lines,
+                                         split_coma, token_count)
 
 # %% auto #0
 __all__ = ['SELECTED_TYPES', 'RELATED_KINDS', 'RELEASE_FIELDS', 'BUILD_TASKS', 'Pipeline', 'prompt_markers', 'prompt_kind',
@@ -201,10 +201,10 @@ def _shuffled(choices: list, *key) -> list:
 # %% ../../nbs/28_newterm_build.ipynb #0062d2a5
 def _filtered(p: Pipeline, task: str, cands: list[dict], kind: str, protect_term: bool=False) -> list[dict]:
     "The LLM filter of COMA/COST (multi-select A-F): keep candidates whose gold was chosen, reduced to 4 choices."
-    connective = {'cause': 'because', 'effect': 'so'}
     reqs = [p.request('filter', f"{c['term']}|{c['question']}", build_messages(
         kind, term=c['term'], meaning=c['meaning'], question=c['question'],
-        connective=connective.get(c.get('split'), ''), options=lettered(c['choices'])), greedy=True, max_tokens=24)
+        connective=filter_connective(c['split']) if 'split' in c else '', options=lettered(c['choices'])),
+                      greedy=True, max_tokens=24)
             for c in cands]
     kept = []
     p.funnel.add(task, 'filter', **{'in': len(cands)})
@@ -229,7 +229,7 @@ def _filtered(p: Pipeline, task: str, cands: list[dict], kind: str, protect_term
 def coma_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
     "COMA candidate items (release format) before perplexity selection."
     keys = {f"{i}|{s}": (t, s) for i, t in enumerate(terms) if t['related'] for s in ('cause', 'effect')}
-    jobs = {k: build_messages('coma_sentences', term=t['term'], meaning=t['meaning'], n=3, phrase=COMA_PHRASES[s],
+    jobs = {k: build_messages('coma_sentences', term=t['term'], meaning=t['meaning'], n=3, phrase=coma_phrase(s),
                               relation=s, related=quoted_list(t['related'])) for k, (t, s) in keys.items()}
     found = generate_valid(p, 'COMA', 'sentences', jobs, lambda k, l: split_coma(l, keys[k][0]['term'], keys[k][1]))
     qs = []
@@ -242,7 +242,7 @@ def coma_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
     for qi, (t, s, q, g) in enumerate(qs):
         for r in t['related']:
             msgs = build_messages('coma_distractor', n_words=len(g.split()), question=_replace_term(q, t['term'], r),
-                                  phrase=COMA_PHRASES[s])
+                                  phrase=coma_phrase(s))
             jobs.append(p.request('distractor', f"{t['term']}|{s}|{qi}|{r}", msgs, max_tokens=64))
             owner.append((qi, r))
     distractors = {qi: [] for qi in range(len(qs))}
@@ -282,7 +282,7 @@ def cost_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
             for k, t in ok.items()}
     own = generate_valid(p, 'COST', 'sentences', jobs, lambda k, l: blank_term(l, ok[k]['term']))
     rel = {f'{k}|{r}': (t, r) for k, t in ok.items() for r in t['related'][:2]}
-    jobs2 = {k: build_messages('related_sentence', related_term=r,
+    jobs2 = {k: build_messages('related_sentence', related_term=r, n=1,
                                others=quoted_list([x for x in t['related'] if x != r])) for k, (t, r) in rel.items()}
     other = generate_valid(p, 'COST', 'related-term sentences', jobs2, lambda k, l: blank_term(l, rel[k][1]), want=1)
     cands = []
@@ -308,8 +308,9 @@ def csj_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
                               related=quoted_list(t['related'] or ['it'])) for k, t in ok.items()}
     has_term = lambda k, l: l if find_term(l, ok[k]['term']) else None
     true = generate_valid(p, 'CSJ', 'true sentences', jobs, has_term)
-    rewrite = lambda k: ('user', construction_prompts()['csj_wrong'][1].format(term=ok[k]['term']))
-    wrong_jobs = {k: jobs[k] + (('assistant', '\n'.join(true[k])), rewrite(k)) for k in ok if true[k]}
+    rewrite = lambda k: build_messages('csj_wrong', term=ok[k]['term'], n=3)   # its own system turn, the rewrite
+    wrong_jobs = {k: (rewrite(k)[0], jobs[k][1], ('assistant', '\n'.join(true[k])), rewrite(k)[1])
+                  for k in ok if true[k]}
     wrong = generate_valid(p, 'CSJ', 'wrong sentences', wrong_jobs, has_term, lines=parse_wrong_sentences)
     cands = [dict(term=ok[k]['term'], meaning=ok[k]['meaning'], question=q, gold=g, type=ok[k]['type'])
              for k in ok for g, qs in ((True, true[k]), (False, wrong.get(k, []))) for q in qs]
@@ -333,7 +334,7 @@ def csj_candidates(p: Pipeline, terms: list[dict]) -> list[dict]:
 def ppl_request(task: str, c: dict) -> LoglikelihoodRequest:
     "The log-likelihood request whose perplexity ranks candidate `c`."
     gold = c['choices'][c['gold']] if 'choices' in c else None
-    if task == 'COMA': return LoglikelihoodRequest(f"{c['question']} {COMA_PHRASES[c['split']]}", ' ' + gold)
+    if task == 'COMA': return LoglikelihoodRequest(f"{c['question']} {coma_phrase(c['split'], full=False)}", ' ' + gold)
     if task == 'COST': return LoglikelihoodRequest('', c['question'].replace('_', gold))
     return LoglikelihoodRequest('', c['question'])
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/22_newterm_prompts.ipynb #879990ed
 from __future__ import annotations
-import ast, re
+import ast, json, re
 from functools import cache
 from pathlib import Path
 from string import Formatter
@@ -17,14 +17,14 @@ from ..prompts import LETTERS, conversation, first_group, first_token_in, letter
 # %% auto #0
 __all__ = ['NEWTERM_SEED', 'NEWTERM_SCRIPTS', 'CSJ_WORDS', 'CONNECTIVES', 'SETTINGS', 'STRATEGIES', 'COMPLETION_STOP',
            'PROMPT_FORMATS', 'ANSWER_FORMS', 'PRIOR_CONTEXT', 'CSJ_NEGATIVE', 'CSJ_POSITIVE', 'paper_prompt',
-           'script_prompts', 'script_prompt', 'our_fields', 'choice_system', 'gold_prefix', 'csj_system',
-           'user_templates', 'split_strategy', 'user_prompt', 'system_prompt', 'mask_term', 'select_shots',
-           'shot_answer', 'messages', 'completion_prompt', 'prompt_format', 'generate_request', 'choice_requests',
-           'prior_requests', 'rotated', 'parse_choice', 'parse_judgement', 'parse_reply', 'deduce_system',
-           'deduce_user']
+           'script_tree', 'script_prompts', 'script_path', 'script_prompt', 'our_fields', 'choice_system',
+           'gold_prefix', 'csj_system', 'user_templates', 'split_strategy', 'user_prompt', 'system_prompt', 'mask_term',
+           'script_literal', 'authors_shots', 'select_shots', 'shot_answer', 'messages', 'completion_prompt',
+           'prompt_format', 'generate_request', 'choice_requests', 'prior_requests', 'rotated', 'parse_choice',
+           'parse_judgement', 'parse_reply', 'deduce_system', 'deduce_user']
 
 # %% ../../nbs/22_newterm_prompts.ipynb #57e7f54f
-NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()` (construction prompts)
+NEWTERM_SEED = '001_41d6eb5849241fcb.txt'  # the NewTerm paper in `wordbench.seeds.seeds_root()` (tests compare with it)
 
 def paper_prompt(table: int|str, label: str, length: int, sha: str) -> str:
     "A row of the NewTerm paper's table `table` (straight quotes), checked against its pin."
@@ -41,35 +41,59 @@ def _template(node: ast.Constant|ast.JoinedStr) -> str:
 # %% ../../nbs/22_newterm_prompts.ipynb #b1c0a002
 _NESTED = re.compile(r'(f"[^"\n]*?\{\w+)\["(\w+)"\]')  # f"{config["year"]}": same-quote nesting (Python 3.12+)
 
+def _joined(node: ast.AST) -> str|None:
+    "The template of a string literal, an f-string, or strings joined by `+`; None for anything else."
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _joined(node.left), _joined(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _template(node)
+    return None
+
+def script_tree(path: Path) -> ast.Module:
+    "The syntax tree of the script at `path` (parsed, never executed; same-quote nested f-strings read on 3.11)."
+    source = Path(path).read_text(encoding='utf-8')
+    try: return ast.parse(source)
+    except SyntaxError:   # Python < 3.12 cannot parse a subscript quoted like its f-string: swap its quotes
+        return ast.parse(_NESTED.sub(lambda m: f"{m.group(1)}['{m.group(2)}']", source))
+
 def script_prompts(path: Path # a Python script, parsed, never executed
                   ) -> dict[str, str]:
-    "`'line:column'` -> every string literal and f-string (`_template`) of the script at `path`, in source order."
-    source = Path(path).read_text(encoding='utf-8')
-    try: tree = ast.parse(source)
-    except SyntaxError:   # Python < 3.12 cannot parse a subscript quoted like its f-string: swap its quotes
-        tree = ast.parse(_NESTED.sub(lambda m: f"{m.group(1)}['{m.group(2)}']", source))
-    found, todo = {}, [tree]
+    "`'line:column'` -> every string, f-string and `+`-joined string (`_joined`) of the script at `path`, in order."
+    found, todo = {}, [script_tree(path)]
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found[(node.lineno, node.col_offset)] = _template(node)
+        text = _joined(node)
+        if text is not None: found[(node.lineno, node.col_offset)] = text
         else: todo.extend(ast.iter_child_nodes(node))
     return {f'{l}:{c}': found[(l, c)] for l, c in sorted(found)}
+
+
+# %% ../../nbs/22_newterm_prompts.ipynb #b1c0a00a
+def script_path(script: str, # a file name in `NEWTERM_SCRIPTS`, e.g. 'utils.py'
+                root: Path|None=None # raw data folder (default: `raw_root()`)
+               ) -> Path:
+    "The path of the authors' script `script`; a one-line UserError naming it and `wordbench fetch` when absent."
+    path = (Path(root) if root else raw_root())/NEWTERM_SCRIPTS/script
+    if not path.is_file():
+        raise UserError(f"NewTerm authors' script {path} not found (the NewTerm prompts are read from it)",
+                        f'run `wordbench fetch --only {NEWTERM_SCRIPTS}/{script}`')
+    return path
+
 
 # %% ../../nbs/22_newterm_prompts.ipynb #b1c0a005
 def script_prompt(script: str, # a file name in `NEWTERM_SCRIPTS`, e.g. 'utils.py'
                   at: str, # where the string starts, 'line:column' (`script_prompts`)
                   length: int, sha: str, # the pin (`wordbench.seeds.checked_text`)
-                  root: Path|None=None # raw data folder (default: `raw_root()`)
+                  root: Path|None=None, # raw data folder (default: `raw_root()`)
+                  what: str='' # which prompt and field it is, for a pin mismatch's error (e.g. 'synonyms, system')
                  ) -> str:
     "The string at `at` in the NewTerm authors' script `script`, checked against its pin."
-    path = (Path(root) if root else raw_root())/NEWTERM_SCRIPTS/script
-    if not path.is_file():
-        raise UserError(f"NewTerm authors' script {path} not found (the NewTerm prompts are read from it)",
-                        f'run `wordbench fetch --only {NEWTERM_SCRIPTS}/{script}`')
+    path = script_path(script, root)
     found = script_prompts(path)
     if at not in found: raise ValueError(f'{path}: no string starts at line:column {at}')
-    return checked_text(found[at], length, sha, f'{script}, the string at {at}')
+    return checked_text(found[at], length, sha, f'{script}, the string at {at}' + (f' ({what})' if what else ''))
+
 
 # %% ../../nbs/22_newterm_prompts.ipynb #b1c0a008
 _CHOICES = r"A\. \{line\['choices'\]\[0\]\}(,? |\n)B\. .*?D\. \{line\['choices'\]\[3\]\}"
@@ -80,9 +104,11 @@ _FIELDS = ((re.compile(r'\n' + _CHOICES + r'\nAnswer: $', re.S), '\n{options}'),
            (re.compile(r'\{line\[0\]\}'), '{term}'))
 
 def our_fields(template: str, # a template of the authors' code (`script_prompts`)
-               allowed: tuple=('question', 'split', 'connective', 'options', 'inline', 'term', 'meaning')) -> str:
+               allowed: tuple=('question', 'split', 'connective', 'options', 'inline', 'term', 'meaning'),
+               renames: Sequence[tuple]=() # more (regex, our field) pairs, applied first (e.g. the build scripts')
+              ) -> str:
     "`template` with the authors' fields renamed to ours; a ValueError names a field not in `allowed`."
-    for pattern, field in _FIELDS: template = pattern.sub(field, template)
+    for pattern, field in (*renames, *_FIELDS): template = re.sub(pattern, field, template)
     left = [f for _, f, _, _ in Formatter().parse(template) if f is not None and f not in allowed]
     if left: raise ValueError(f'fields {left} of {template[:60]!r}... are not among {allowed}')
     return template
@@ -167,13 +193,47 @@ def mask_term(question: str, term: str, mask: str='something') -> str|None:
     pattern = re.compile(r'(?<!\w)' + re.escape(term) + r'(?=(?:e?s)?(?!\w))', re.IGNORECASE)
     return pattern.sub(mask, question) if pattern.search(question) else None
 
+# %% ../../nbs/22_newterm_prompts.ipynb #c7a1f001
+def script_literal(script: str, # a file name in `NEWTERM_SCRIPTS`
+                   at: str, # where the literal starts, 'line:column'
+                   length: int, sha: str, # the pin of its canonical JSON (keys sorted, `checked_text`)
+                   root: Path|None=None # raw data folder (default: `raw_root()`)
+                  ):
+    "The Python literal (list, dict, ...) at `at` in the authors' script `script`, evaluated safely and pinned."
+    path = script_path(script, root)
+    line, col = map(int, at.split(':'))
+    node = next((n for n in ast.walk(script_tree(path)) if isinstance(n, (ast.List, ast.Dict, ast.Tuple))
+                 and (getattr(n, 'lineno', 0), getattr(n, 'col_offset', 0)) == (line, col)), None)
+    if node is None: raise ValueError(f'{path}: no list, dict or tuple starts at line:column {at}')
+    value = ast.literal_eval(node)
+    checked_text(json.dumps(value, ensure_ascii=False, sort_keys=True), length, sha, f'{script}, the literal at {at}')
+    return value
+
+
+# %% ../../nbs/22_newterm_prompts.ipynb #c7a1f003
+_SHOTS = {'COMA': ('182:15', 3526, 'e0dbd1b5aa19'), 'COST': ('188:15', 2036, 'e419e83c926a'),
+          'CSJ': ('194:15', 1649, '3a6eb410b962')}  # task -> where `get_few_shot` (utils.py) writes its shots, pin
+
+@cache
+def authors_shots(task: str # 'COMA', 'COST' or 'CSJ'
+                 ) -> tuple:
+    "The authors' five hand-made few-shot items of `task` (`get_few_shot` in their `utils.py`), as our items."
+    shots = script_literal('utils.py', *_SHOTS[task])
+    label = lambda s: str(s['gold']) if task == 'CSJ' else LETTERS[s['gold']]
+    return tuple({**s, 'task': task, 'year': 'authors', 'id': f'authors/{task}/shot{i + 1}', 'label': label(s)}
+                 for i, s in enumerate(shots))
+
+
 # %% ../../nbs/22_newterm_prompts.ipynb #aa4ffdf4
 def select_shots(item: dict, pool: Sequence[dict], k: int, seed: int=0) -> list[dict]:
-    "`k` pool items of the same task and year with another (term, meaning), drawn by (item id, seed)."
+    "`k` shots for `item`: the authors' (`authors_shots`); beyond five, pool items drawn by (item id, seed)."
     if k == 0: return []
+    own = list(authors_shots(item['task'])[:k])
+    if k <= len(own): return own
     same = [p for p in pool if p['task'] == item['task'] and p['year'] == item['year']
             and (p['term'], p['meaning']) != (item['term'], item['meaning'])]
-    return seeded_rng('newterm-shots', item['id'], seed).sample(same, min(k, len(same)))
+    return own + seeded_rng('newterm-shots', item['id'], seed).sample(same, min(k - len(own), len(same)))
+
 
 # %% ../../nbs/22_newterm_prompts.ipynb #661bfa08
 def shot_answer(item: dict, variant: int) -> str:
