@@ -11,14 +11,16 @@ from typing import Callable
 from urllib.parse import urlparse
 import openai, httpx
 from fastcore.basics import patch
-from ..core import ServerError
+from ..core import ServerError, UserError, stable_hash
 from .openai_transport import FATAL, server_errors
 
 # %% auto #0
-__all__ = ['KNOWN_QUIRKS', 'LOGPROB_FIX', 'ALIGNMENT_PROMPTS', 'LOGPROBS_PROBE', 'Endpoint', 'server_slots', 'served_model',
-           'server_kind', 'LogprobAlignmentError', 'EchoToken', 'echo_tokens', 'alignment_candidates',
-           'prompt_positions', 'finish_reason', 'sampling_fields', 'next_top_logprobs', 'TokenIds', 'Prober',
-           'check_logprob_alignment', 'batch_logprobs', 'check_id_alignment', 'probe_endpoint']
+__all__ = ['TEMPLATE_PROBE', 'FACTS', 'UNKNOWN', 'KNOWN_QUIRKS', 'LOGPROB_FIX', 'ALIGNMENT_PROMPTS', 'NOT_SERVED',
+           'LOGPROBS_PROBE', 'Endpoint', 'server_slots', 'served_model', 'server_kind', 'canonical_dtype', 'short_hash',
+           'reported_facts', 'settle_facts', 'served_identity', 'parse_identity', 'LogprobAlignmentError', 'EchoToken',
+           'echo_tokens', 'alignment_candidates', 'prompt_positions', 'finish_reason', 'sampling_fields',
+           'next_top_logprobs', 'TokenIds', 'Prober', 'check_logprob_alignment', 'batch_logprobs', 'check_id_alignment',
+           'probe_endpoint']
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #a896fca9
 @dataclass(frozen=True)
@@ -32,6 +34,13 @@ class Endpoint:
     slots: int|None = None   # requests it computes at once, as it reports them (`server_slots`)
     max_model_len: int|None = None   # the longest sequence it takes (prompt and reply), as `/v1/models` reports it
     max_logprobs: int|None = None   # the most log-probs per token it gives (vLLM's `--max-logprobs`); None: no cap
+    version: str|None = None   # the engine's version or build (`served_facts`); None: not reported nor declared
+    weights: str|None = None   # the weights it loaded: a path or hub id (@revision where reported)
+    dtype: str|None = None   # the precision it computes in (`canonical_dtype`): float32, bfloat16, auto, q4_1 ...
+    quantization: str|None = None   # the quantization method, where reported (SGLang, vLLM's dev mode)
+    kv_cache_dtype: str|None = None   # the key/value cache's dtype where it differs from `dtype` (None: the same)
+    template: str|None = None   # a short hash of its chat template (vLLM: of a fixed chat as it renders it)
+    declared: tuple = ()   # the facts above that the user declared (`--backend-arg dtype=...`), not the server
     found: tuple = ()   # the facts above that have been probed, in the order they were found
     refusal: Exception|None = field(default=None, compare=False, repr=False)   # the error scoring raises, if refused
     def knows(self, fact: str) -> bool: return fact in self.found
@@ -51,9 +60,11 @@ def served(self: Endpoint) -> str:
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #ffb0fd61
 def _get_json(base_url: str, path: str) -> dict:
-    "`GET path` at the server's root (beside `/v1`) as JSON; {} when it has no such route or answers otherwise."
+    "`GET path` at the server's root (beside `/v1`) as JSON; {} unless it answers 200 with a JSON object."
     root = base_url[:-3] if base_url.endswith('/v1') else base_url
-    try: out = httpx.get(root + path, timeout=5).json()
+    try:
+        got = httpx.get(root + path, timeout=5)
+        out = got.json() if got.status_code == 200 else {}
     except (httpx.HTTPError, ValueError): return {}
     return out if isinstance(out, dict) else {}
 
@@ -78,6 +89,120 @@ def server_kind(base_url: str, model: str|None=None) -> str|None:
     if 'default_generation_settings' in _get_json(base_url, '/props'): return 'llama.cpp'
     owner = served_model(base_url, model).get('owned_by')
     return owner if owner in ('vllm', 'sglang') else None
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #f736989a
+_DTYPE_WORDS = {'float': 'float32', 'fp32': 'float32', 'f32': 'float32', 'half': 'float16', 'fp16': 'float16',
+                'f16': 'float16', 'bf16': 'bfloat16'}
+
+def canonical_dtype(dtype) -> str|None: # as an engine writes it: 'torch.bfloat16', 'half', llama.cpp's 'F16', 'Q4_1'
+    "A precision in torch's words, lower case (float32, bfloat16, float16; a GGUF type such as q4_1 as it is); None."
+    word = str(dtype).strip().lower().removeprefix('torch.') if dtype is not None else ''
+    return None if word in ('', 'none') else _DTYPE_WORDS.get(word, word)
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #454ad781
+TEMPLATE_PROBE = [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello'},
+                  {'role': 'user', 'content': 'Bye'}]   # the chat vLLM renders for `template` (no system turn)
+
+def _post_json(base_url: str, path: str, body: dict) -> dict:
+    "`POST path` at the server's root with a JSON `body`; {} unless it answers 200 with a JSON object."
+    root = base_url[:-3] if base_url.endswith('/v1') else base_url
+    try:
+        got = httpx.post(root + path, json=body, timeout=5)
+        out = got.json() if got.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError): return {}
+    return out if isinstance(out, dict) else {}
+
+def short_hash(value) -> str|None: return None if value in (None, '', []) else stable_hash(value)[:12]
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #e6a88c3a
+def _vllm_facts(base_url: str, model: str) -> dict:
+    ("vLLM: `GET /version` (vllm/entrypoints/serve/instrumentator/basic.py), `/v1/models` `root`, the weights path "
+     "it loaded (entrypoints/openai/models/serving.py), the template as `POST /tokenize` renders `TEMPLATE_PROBE` "
+     "(serve/tokenize/protocol.py, `TokenizeChatRequest`); dtype, quantization and KV-cache dtype only from "
+     "`GET /server_info?config_format=json`, served under VLLM_SERVER_DEV_MODE=1 (serve/instrumentator/server_info.py).")
+    cfg = _get_json(base_url, '/server_info?config_format=json').get('vllm_config')
+    part = lambda k: (cfg.get(k) or {}) if isinstance(cfg, dict) else {}
+    model_cfg, cache_cfg = part('model_config'), part('cache_config')
+    ids = _post_json(base_url, '/tokenize', dict(model=model, messages=TEMPLATE_PROBE)).get('tokens')
+    return dict(version=_get_json(base_url, '/version').get('version'), weights=served_model(base_url, model).get('root'),
+                dtype=model_cfg.get('dtype'), quantization=model_cfg.get('quantization'),
+                kv_cache_dtype=cache_cfg.get('cache_dtype'), template=short_hash(ids if isinstance(ids, list) else None))
+
+def _sglang_facts(base_url: str, model: str) -> dict:
+    ("SGLang: `GET /server_info` (`/get_server_info` before it; python/sglang/srt/entrypoints/http_server.py): its "
+     "`ServerArgs` (srt/server_args.py: `model_path`, `revision`, `weight_version`, `dtype`, `quantization`, "
+     "`kv_cache_dtype`, `chat_template`, the name or file given, else the model's own: not reported) and `version`.")
+    info = _get_json(base_url, '/server_info') or _get_json(base_url, '/get_server_info')
+    path, rev, version = info.get('model_path'), info.get('revision'), info.get('weight_version')
+    weights = path and path + (f'@{rev}' if rev else '') + (f'#{version}' if version not in (None, 'default') else '')
+    return dict(version=info.get('version'), weights=weights, dtype=info.get('dtype'),
+                quantization=info.get('quantization'), kv_cache_dtype=info.get('kv_cache_dtype'),
+                template=short_hash(info.get('chat_template')))
+
+def _llama_cpp_facts(base_url: str, model: str) -> dict:
+    ("llama.cpp's llama-server: `GET /props` (tools/server/server-context.cpp): `build_info` (every reply's "
+     "`system_fingerprint` too), `model_path`, `model_ftype` (the GGUF's weight type: F32, BF16, Q4_1 ...), and "
+     "`chat_template` itself.")
+    props = _get_json(base_url, '/props')
+    return dict(version=props.get('build_info'), weights=props.get('model_path'), dtype=props.get('model_ftype'),
+                template=short_hash(props.get('chat_template')))
+
+def _llama_cpp_python_facts(base_url: str, model: str) -> dict:
+    ("llama-cpp-python's server: its version (`/openapi.json` `info.version`) and the model's id in `/v1/models`, "
+     "its `--model_alias`, by default the GGUF's path; no precision, no template.")
+    info = _get_json(base_url, '/openapi.json').get('info') or {}
+    return dict(version=info.get('version'), weights=served_model(base_url, model).get('id'))
+
+_FACTS_OF = {'vllm': _vllm_facts, 'sglang': _sglang_facts, 'llama.cpp': _llama_cpp_facts,
+             'llama-cpp-python': _llama_cpp_python_facts}
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #238aa115
+FACTS = ('version', 'weights', 'dtype', 'quantization', 'kv_cache_dtype', 'template')   # what `Endpoint` says is served
+
+def reported_facts(base_url: str, # the endpoint, e.g. http://127.0.0.1:8000/v1
+                   model: str, # the model's name on the server
+                   kind: str|None) -> dict: # the server's kind (`server_kind`); None: nothing is asked
+    "What the server reports of `FACTS` on its own routes (`_FACTS_OF` its kind), each a string or None."
+    got = _FACTS_OF[kind](base_url, model) if kind in _FACTS_OF else {}
+    return {k: None if got.get(k) in (None, '') else str(got[k]) for k in FACTS}
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #8ee06b5c
+def settle_facts(reported: dict, # `reported_facts`
+                 declared: dict # the user's, by `FACTS` name, e.g. {'dtype': 'bfloat16'}
+                ) -> dict:
+    "Each fact of `FACTS`: the server's, else (or refined by) the declared one; `UserError` when they contradict."
+    if unknown := set(declared) - set(FACTS): raise UserError(f'no such server fact: {sorted(unknown)}', f'declare {FACTS}')
+    out = {}
+    for k in FACTS:
+        said, given = reported.get(k), declared.get(k)
+        if k in ('dtype', 'kv_cache_dtype'): said, given = canonical_dtype(said), canonical_dtype(given)
+        if given is not None and said not in (None, 'auto') and not given.startswith(said):
+            raise UserError(f'{k}={given} was declared, but the server reports {k}={said}',
+                            f'leave out the declared {k} (the server says what it serves)')
+        out[k] = given if given is not None else said
+    return out | ({'kv_cache_dtype': None} if out['kv_cache_dtype'] == 'auto' else {})
+
+# %% ../../nbs/03e_models_openai_endpoint.ipynb #b00f0c12
+UNKNOWN = 'unknown'   # a fact neither reported nor declared
+_NAMES = {'version': 'v', 'template': 'tmpl', 'quantization': 'quant', 'kv_cache_dtype': 'kv'}   # fact -> field
+
+def served_identity(e: Endpoint, # what the probe found
+                    model: str, # the model's name on the server
+                    tokenizer: str|None=None # the local tokenizer of token-id prompts, if any
+                   ) -> str:
+    "The identity of what `e` serves (see above): kind, model, weights, dtype, version, template; never where."
+    esc = lambda v: str(v).replace('%', '%25').replace(':', '%3A')
+    fields = [f'{_NAMES.get(k, k)}={esc(getattr(e, k) or UNKNOWN)}' for k in ('weights', 'dtype', 'version', 'template')]
+    fields += [f'{_NAMES[k]}={esc(v)}' for k in ('quantization', 'kv_cache_dtype') if (v := getattr(e, k))]
+    fields += [f'tok={esc(tokenizer)}'] * bool(tokenizer) + [f'serves={e.served}']
+    return ':'.join(['openai', esc(e.server or UNKNOWN), esc(model), *fields])
+
+def parse_identity(identity: str) -> dict: # an `openai` backend's identity (`served_identity`)
+    "Its fields by name: `kind`, `model`, then `weights`, `dtype`, `v`, `tmpl` ... as written, unescaped."
+    unesc = lambda v: v.replace('%3A', ':').replace('%25', '%')
+    backend, kind, model, *rest = identity.split(':')
+    if backend != 'openai' or not all('=' in f for f in rest): raise ValueError(f'not an openai identity: {identity!r}')
+    return dict(kind=unesc(kind), model=unesc(model), **{k: unesc(v) for k, v in (f.split('=', 1) for f in rest)})
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #f9993fe3
 class LogprobAlignmentError(ServerError):
@@ -219,6 +344,7 @@ class Prober:
     name: str   # the backend's identity, in messages
     tol: float = 0.1   # max |difference| accepted by the log-prob self-check
     ids: TokenIds|None = None   # token-id prompts, with a local tokenizer; None: text prompts only
+    declared: dict = field(default_factory=dict)   # facts the user declared (`settle_facts`), e.g. {'dtype': 'bfloat16'}
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #06e7efbd
 def _probe(p: Prober, **kw):
@@ -330,20 +456,27 @@ def _scoring_mode(p: Prober, server: str|None) -> str:
     return mode or 'echo-text'
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #47a13f8a
+NOT_SERVED = (400, 404, 422, 501)   # the refusals that mean a route or a prompt form is not served
+
+def _refused(e: openai.APIStatusError) -> bool:
+    "Whether `e` says the request is not served (`NOT_SERVED`); any other status is a failure, raised."
+    if e.status_code in NOT_SERVED: return True
+    raise e
+
 def _takes_ids(p: Prober, scoring: str|None) -> bool:
     "Whether `/completions` takes token-id prompts (only with a local tokenizer): known from `scoring`, else one token."
     if scoring in ('echo', 'prompt_logprobs'): return True   # already seen
     if p.ids is None: return False
     try: return bool(p.send(max_tokens=1, temperature=0.0, prompt=p.ids.text('Hello')).choices)
     except FATAL[:2]: raise
-    except openai.APIStatusError: return False
+    except openai.APIStatusError as e: return not _refused(e)
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #159398c3
 def _takes_chat(p: Prober) -> bool:
     "Whether `/chat/completions` answers a one-token chat (a server without a chat template refuses it)."
     try: return bool(p.send(max_tokens=1, messages=[{'role': 'user', 'content': 'Hi'}], temperature=0.0).choices)
     except FATAL[:2]: raise
-    except openai.APIStatusError: return False   # refused (400, 404, 422) or not implemented (501)
+    except openai.APIStatusError as e: return not _refused(e)   # 400, 404, 422, 501: no; 5xx after retries: raised
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #70560e6f
 LOGPROBS_PROBE = 1000   # log-probs per token asked once: a server with a lower cap names it in its refusal
@@ -361,11 +494,12 @@ def _max_logprobs(p: Prober) -> int|None:
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #c24fac48
 def probe_endpoint(p: Prober) -> Endpoint:
     ("Everything the endpoint serves, probed at once with a few tokens through `p`: server kind, scoring (or why not), "
-     "token-id prompts, chat, slots, window, log-prob cap.")
+     "token-id prompts, chat, slots, window, log-prob cap, and what is served (`FACTS`, declared ones settled in).")
     e, refusal = Endpoint().learn(server=server_kind(p.base_url, p.model)), None
     try: e = e.learn(prompt_logprobs=_scoring_mode(p, e.server))
     except LogprobAlignmentError as err: e, refusal = e.learn(prompt_logprobs=None, scoring_refused=str(err)), err
     e = e.learn(token_ids=_takes_ids(p, e.prompt_logprobs), chat=_takes_chat(p), slots=server_slots(p.base_url))
     e = e.learn(max_model_len=served_model(p.base_url, p.model).get('max_model_len'),
                 max_logprobs=None if e.server in KNOWN_QUIRKS else _max_logprobs(p))
+    e = e.learn(**settle_facts(reported_facts(p.base_url, p.model, e.server), p.declared), declared=tuple(p.declared))
     return dataclasses.replace(e, refusal=refusal)
