@@ -8,23 +8,31 @@ writes them:
   else from the model's `generation_config.json`, as `--generation-config auto`, the default, reads it, else OpenAI's
   default), `vllm/sampling_params.py` and the engine's input checks (`logprobs` or `prompt_logprobs` over
   `max_logprobs`, default 20: "Requested sample logprobs of N, which is greater than max allowed: M"; a prompt over
-  `max_model_len` refused with a 400), `/v1/models` (`owned_by='vllm'`, `max_model_len`).
+  `max_model_len` refused with a 400), `/v1/models` (`owned_by='vllm'`, `max_model_len`, `root`: the weights path
+  loaded; `entrypoints/openai/models/serving.py`), `GET /version` (`serve/instrumentator/basic.py`), `POST /tokenize`
+  of chat messages (`serve/tokenize/protocol.py`: `tokens`), and `GET /server_info` only under
+  VLLM_SERVER_DEV_MODE=1 (`serve/instrumentator/server_info.py`: `vllm_config` with `config_format=json`).
 - SGLang: `python/sglang/srt/entrypoints/openai/serving_completions.py` (`_convert_to_internal_request`: echo with
   logprobs sets `logprob_start_len=0`, so the prompt's log-probs are computed; `_build_completion_response`:
   `matched_stop` is the stop string or the token id that ended the reply; `_build_sampling_params`: the request's
   fields, whose defaults are SGLang's own, so the model's defaults (`sampling_defaults="model"`) reach only chat
   requests, which these stand-ins do not serve), `entrypoints/openai/utils.py` (`to_openai_style_logprobs`: tokens
   and log-probs of the input then the output, `text_offset` -1 everywhere, top log-probs the top k only),
-  `protocol.py` (no `prompt_logprobs` on completions; `/v1/models` `owned_by='sglang'`, `max_model_len`).
+  `protocol.py` (no `prompt_logprobs` on completions; `/v1/models` `owned_by='sglang'`, `max_model_len`),
+  `entrypoints/http_server.py` (`GET /server_info`, formerly `/get_server_info`: the `ServerArgs` fields, among them
+  `model_path`, `revision`, `weight_version`, `dtype` (default `auto`), `quantization`, `kv_cache_dtype`,
+  `chat_template`, `max_running_requests`, and `version`).
 - llama.cpp's `llama-server`: `tools/server/server-task.cpp` (`params_from_json_cmpl`: each sampling field from the
   request, else the server's defaults, those of its command line; `to_json_oaicompat`: log-probs in the chat API's
   shape, `logprobs.content[i]` = `{id, token, bytes, logprob, top_logprobs}` with the top k only; no stop field beside
   `finish_reason`), `server-common.cpp` (echo refused: "Only no echo is supported"), `/props`
-  (`default_generation_settings`, `total_slots`), `/v1/models` (`owned_by='llamacpp'`, no window).
+  (`default_generation_settings`, `total_slots`, `model_path`, `model_ftype`, `build_info`, `chat_template`, as the
+  vendored build answers), `/v1/models` (`owned_by='llamacpp'`, no window).
 
 Replies are sampled as the engine samples (`next_token`): penalties, then greedy at temperature 0, else temperature,
 min-p, top-k and top-p; `generation_config` is what the engine fills in for a field the request leaves out (vLLM: the
 model's `generation_config.json`; llama.cpp: the server's command line)."""
+import json
 from collections import Counter
 from fixtures.vllm_standin import StandIn, _prompts
 
@@ -39,23 +47,57 @@ READS = {'vllm': dict(repetition_penalty=1.0, presence_penalty=0.0, frequency_pe
 OFF_ONLY = ('typical_p', 'top_n_sigma', 'xtc_probability', 'dry_multiplier', 'mirostat', 'dynatemp_range')  # not here
 
 class EngineStandIn(StandIn):
-    "vLLM's (`engine='vllm'`), SGLang's (`'sglang'`) or llama-server's (`'llama.cpp'`) protocol over a model."
+    ("vLLM's (`engine='vllm'`), SGLang's (`'sglang'`) or llama-server's (`'llama.cpp'`) protocol over a model; what "
+     "it reports of itself: `weights` (a path), `version`, `dtype` (in the engine's words: vLLM only with "
+     "`dev_mode`, SGLang `auto` unless given, llama.cpp a GGUF type), `chat_template`; `chat_status`: the status "
+     "`/v1/chat/completions` answers (None: no such route, 404).")
     def __init__(self, model, tokenizer, engine='vllm', max_model_len=512, max_logprobs=20, generation_config=None,
-                 **kw):
+                 weights='/models/standin', version='0.0.0+standin', dtype=None, dev_mode=False, chat_template=None,
+                 chat_status=None, **kw):
         super().__init__(model, tokenizer, **kw)
         self.engine, self.max_model_len, self.max_logprobs = engine, max_model_len, max_logprobs
         self.generation_config = dict(generation_config or {})   # by generation_config.json's names
+        self.weights, self.version, self.dtype, self.dev_mode = weights, version, dtype, dev_mode
+        self.chat_template, self.chat_status = chat_template, chat_status
         outer, base = self, self.httpd.RequestHandlerClass
         class Handler(base):
             def do_GET(self):
-                if outer.engine == 'llama.cpp' and self.path == '/props':
-                    return self.send(200, {'default_generation_settings': {'n_ctx': outer.max_model_len},
-                                           'total_slots': outer.slots or 1})
-                if self.path != '/v1/models': return base.do_GET(self)
-                card = {'id': outer.name, 'object': 'model', 'owned_by': outer.engine.replace('.', '')}
-                window = {} if outer.engine == 'llama.cpp' else {'max_model_len': outer.max_model_len}
-                self.send(200, {'object': 'list', 'data': [card | window]})
+                if (got := outer.get(self.path)) is None: return base.do_GET(self)
+                self.send(200, got)
+            def do_POST(self):
+                if self.path == '/v1/chat/completions' and outer.chat_status:
+                    length = int(self.headers['Content-Length'])
+                    self.rfile.read(length)
+                    return self.send(outer.chat_status, {'error': {'message': f'scripted {outer.chat_status}'}})
+                if not (outer.engine == 'vllm' and self.path == '/tokenize'): return base.do_POST(self)
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                if not getattr(outer.tok, 'chat_template', None):
+                    return self.send(400, {'error': {'message': 'this tokenizer has no chat template'}})
+                text = outer.tok.apply_chat_template(body['messages'], tokenize=False, add_generation_prompt=True)
+                ids = outer.tok.encode(text, add_special_tokens=False)
+                self.send(200, {'count': len(ids), 'max_model_len': outer.max_model_len, 'tokens': ids})
         self.httpd.RequestHandlerClass = Handler
+
+    def get(self, path: str) -> dict|None:
+        "The engine's answer to `GET path` on the routes that describe it; None: the base stand-in's (a 404)."
+        card = {'id': self.name, 'object': 'model', 'owned_by': self.engine.replace('.', '')}
+        if path == '/v1/models' and self.engine == 'llama.cpp': return {'object': 'list', 'data': [card]}
+        if path == '/v1/models':
+            extra = {'root': self.weights, 'parent': None} if self.engine == 'vllm' else {}
+            return {'object': 'list', 'data': [card | {'max_model_len': self.max_model_len} | extra]}
+        if self.engine == 'vllm' and path == '/version': return {'version': self.version}
+        if self.engine == 'vllm' and path == '/server_info?config_format=json' and self.dev_mode:
+            return {'vllm_config': {'model_config': {'dtype': f'torch.{self.dtype or "float32"}', 'quantization': None},
+                                    'cache_config': {'cache_dtype': 'auto'}}, 'vllm_env': {}, 'system_env': {}}
+        if self.engine == 'sglang' and path in ('/server_info', '/get_server_info'):
+            return {'model_path': self.weights, 'revision': None, 'weight_version': 'default', 'dtype': self.dtype or
+                    'auto', 'quantization': None, 'kv_cache_dtype': 'auto', 'chat_template': self.chat_template,
+                    'max_running_requests': self.slots, 'internal_states': [{}], 'version': self.version}
+        if self.engine == 'llama.cpp' and path == '/props':
+            return {'default_generation_settings': {'n_ctx': self.max_model_len}, 'total_slots': self.slots or 1,
+                    'model_path': self.weights, 'model_ftype': self.dtype or 'F32', 'build_info': self.version,
+                    'chat_template': self.chat_template or ''}
+        return None
 
     def check(self, body: dict, prompts: list) -> None:
         ("The engine's refusals (a 400): a prompt over the window; in vLLM, more log-probs than `max_logprobs`; "

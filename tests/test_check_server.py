@@ -62,3 +62,13 @@ def test_server_disagrees(ref, tmp_path, capsys):
     assert table.set_index('task').status.to_dict() == {'winodict': 'ok', 'newterm-coma-ll': 'FAIL'}
     assert abs(table.max_abs_diff.max() - 1.0) < 1e-3
     assert printed.splitlines()[-1].endswith('FAILED: newterm-coma-ll')
+
+
+def test_reference_in_the_servers_precision(ref):
+    ("A server reporting bfloat16 (SGLang's `dtype`) is compared with a bfloat16 reference; one reporting `auto` "
+     "(SGLang's default: the checkpoint's), with the float32 one.")
+    from wordbench.evaluate.check_server import server_lms
+    for reported, want in (('bfloat16', 'bfloat16'), (None, 'float32')):
+        with EngineStandIn(ref.model, ref.tokenizer, engine='sglang', name='smollm2-135m', dtype=reported) as srv:
+            server, hf = server_lms(srv.base_url, 'smollm2-135m', hf_options={'batch_size': 4})
+            assert (server.dtype, hf.dtype) == (reported or 'auto', want)

@@ -69,8 +69,8 @@ def test_help_lists_registered_tasks_and_builders():
     (['eval', 'winodict', '--model', './nowhere', '--pairs', '1', '--shots', '0', '--no-cache'],
      "unknown model './nowhere'"),
     (['eval', 'winodict-foreign', '--model', 'm', '--backend', 'openai', '--base-url', 'http://127.0.0.1:9/v1',
-      '--dtype', 'bfloat16'],
-     "backend 'openai' takes no option 'dtype'"),
+      '--device', 'cuda'],
+     "backend 'openai' takes no option 'device'"),
 ])
 def test_user_errors_are_one_line(args, expected):
     "A mistake a user can make prints one line naming it, exits 2 and shows no traceback (unless --debug)."

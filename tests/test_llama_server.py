@@ -63,3 +63,18 @@ def test_scoring_is_refused_in_one_line(real_server, tmp_path):
     errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
     assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-2000:]
     assert len(errors) == 1 and 'returns no prompt log-probs' in errors[0] and '--whole-word 0' in errors[0], errors
+
+
+def test_identity_names_build_weights_and_type(real_server):
+    "llama-server reports its build, the GGUF it loaded, its weight type and its chat template: all in the identity."
+    from wordbench.models.openai_endpoint import parse_identity
+    from wordbench.core import stable_hash
+    import httpx
+    url, model = real_server
+    lm = get_lm('openai', model, base_url=url)
+    fields = parse_identity(lm.identity())
+    props = httpx.get(url.removesuffix('/v1') + '/props').json()
+    assert url not in lm.identity() and fields['kind'] == 'llama.cpp', fields
+    assert (fields['v'], fields['weights']) == (props['build_info'], str(LOCAL_MODELS['smollm2-135m'].gguf()))
+    assert (fields['dtype'], fields['tmpl']) == ('q4_1', stable_hash(props['chat_template'])[:12])
+    assert lm.recheck_note == 'server in q4_1: decisions not re-checked'

@@ -87,21 +87,25 @@ def test_reported_slots_bound_concurrency(smol):
         assert lm._workers() == 1 and lm.endpoint.slots == 1
 
 def test_probe_recorded_in_identity(smol):
-    "`require` probes what the endpoint serves once; the identity then names it (the hf backend's is unchanged)."
+    ("The endpoint is probed once, by the identity or by `require`; the identity names what it serves, never the URL "
+     "(the hf backend's is unchanged).")
     from wordbench.models.lm import GenerateRequest
     hf_identity = smol.identity()
     with StandIn(smol.model, smol.tokenizer) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m')
-        before = lm.identity()
-        lm.require({GenerateRequest})   # a generative task: scoring is probed too, so every run's keys agree
+        first = lm.identity()   # a generative task's too: scoring is probed as well, so every run's keys agree
         calls = lm.counters['http_calls']
+        lm.require({GenerateRequest})
         lm.require({LoglikelihoodRequest})
         assert lm.counters['http_calls'] == calls   # probed once
-    assert before == f'openai:{srv.base_url}:standin:tok=smollm2-135m'
-    assert lm.identity() == before + ':serves=ids+echo'   # the stand-in has no /chat/completions
+    # a server of no known kind reports nothing of itself; the stand-in has no /chat/completions
+    assert first == lm.identity() == ('openai:unknown:standin:weights=unknown:dtype=unknown:v=unknown:tmpl=unknown:'
+                                      'tok=smollm2-135m:serves=ids+echo')
     # the probe also reads the window and the log-prob cap, which this stand-in does not state
     assert lm.endpoint.record() == {'server': None, 'prompt_logprobs': 'echo', 'token_ids': True, 'chat': False,
-                                    'slots': None, 'max_model_len': None, 'max_logprobs': None}
+                                    'slots': None, 'max_model_len': None, 'max_logprobs': None, 'version': None,
+                                    'weights': None, 'dtype': None, 'quantization': None, 'kv_cache_dtype': None,
+                                    'template': None, 'declared': ()}
     assert smol.identity() == hf_identity and smol.identity().startswith('hf:')
 
 def test_refusal_recorded_and_raised(smol, monkeypatch):
@@ -117,7 +121,7 @@ def test_refusal_recorded_and_raised(smol, monkeypatch):
         with pytest.raises(LogprobAlignmentError, match='no echo here'): lm.require({LoglikelihoodRequest})
     assert lm.endpoint.prompt_logprobs is None
     assert lm.endpoint.scoring_refused == 'no echo here; fix: use vLLM'
-    assert lm.identity().endswith(':standin:serves=-')
+    assert lm.identity().endswith(':tmpl=unknown:serves=-')
 
 def test_generate_token_id_prompts(smol):
     "Raw prompts go as token ids, built as the hf backend builds them, where the endpoint takes them: the same text."

@@ -10,11 +10,19 @@ def lm(llama_server):
     url, model = llama_server
     return get_lm('openai', model, base_url=url, timeout=120, max_retries=2, backoff=0.5)
 
-def test_identity_has_no_key(llama_server, monkeypatch):
+def test_identity_names_what_is_served(llama_server, monkeypatch):
+    "llama-cpp-python's identity: its kind, version and model (its alias: the GGUF's path); no key, no URL."
+    from wordbench.models.openai_endpoint import parse_identity
     url, model = llama_server
     monkeypatch.setenv('OPENAI_API_KEY', 'sk-e2e-secret')
     lm = get_lm('openai', model, base_url=url)
-    assert isinstance(lm, OpenAILM) and lm.identity() == f'openai:{url}:{model}'
+    ident = lm.identity()
+    assert isinstance(lm, OpenAILM) and 'sk-e2e' not in ident and url not in ident, ident
+    fields = parse_identity(ident)
+    assert (fields['kind'], fields['weights'], fields['dtype'], fields['tmpl']) == ('llama-cpp-python', model,
+                                                                                     'unknown', 'unknown'), fields
+    import llama_cpp
+    assert fields['v'] == llama_cpp.__version__
 
 def test_generate(lm):
     reqs = [GenerateRequest(messages=(('user', 'Name a colour.'),), max_tokens=12, seed=1),

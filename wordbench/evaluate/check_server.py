@@ -108,11 +108,13 @@ def server_lms(base_url: str, # the server, e.g. http://127.0.0.1:8000/v1
                server_options: dict|None=None, # other `openai` options, e.g. {'max_concurrency': 8}
                hf_options: dict|None=None # `hf` options, e.g. {'batch_size': 8}
               ) -> tuple[LM, LM]:
-    "The server's model and the reference, uncached; the server is sent token ids from the reference's tokenizer."
+    ("The server's model and the reference, uncached; the server is sent token ids from the reference's tokenizer, "
+     "and the reference computes in the server's precision where the hf backend has it (else float32).")
     hf_model = hf_model or model
     options = {'tokenizer': hf_model, **(server_options or {})}
     server = open_lm(model, 'openai', base_url, cache=False, options=options)
-    return server, open_lm(hf_model, 'hf', cache=False, options=hf_options)
+    same = {'dtype': server.dtype} if server.dtype in ('float32', 'bfloat16', 'float16') else {}   # probed
+    return server, open_lm(hf_model, 'hf', cache=False, options={**same, **(hf_options or {})})
 
 # %% ../../nbs/06b_evaluate_check_server.ipynb #51b2c192
 def check_verdict(table: pd.DataFrame, # `check_tasks`'s table
@@ -144,6 +146,8 @@ def check_server(base_url: str, # the server, e.g. http://127.0.0.1:8000/v1
     "The agreement table of the server at `base_url` and the `hf` backend (`server_lms`, then `check_tasks`)."
     hf = {'batch_size': batch_size, **({'device': device} if device else {})}
     server, ref = server_lms(base_url, model, hf_model, server_options, hf)
+    if log: log(f"check-server: the server computes in {getattr(server, 'dtype', '?')}, the hf reference in "
+                f"{getattr(ref, 'dtype', '?')}")
     table = check_tasks(server, ref, tasks, sample, seed, grid, tolerance, log)
     if out: table.to_csv(out, index=False)
     return table

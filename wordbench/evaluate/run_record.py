@@ -143,10 +143,12 @@ def run_record(task, # the evaluated `Task`
 
 # %% ../../nbs/04a_evaluate_run_record.ipynb #a793b65f
 def _recheck(lm) -> dict: # the `LM` after `score_choices` ran (its `counters`)
-    "`{'recheck': {decisions, rechecked, share, margin}}` once decisions were scored off float32; else `{}`."
+    ("`{'recheck': {decisions, rechecked, share, margin}}` once decisions were scored off float32, with the backend's "
+     "`note` where it names why they were not re-checked (`openai`: the server's dtype); else `{}`.")
     n, k = lm.counters['decisions'], lm.counters['rechecked']
     if not n or getattr(lm, 'dtype', 'float32') == 'float32': return {}
-    return {'recheck': dict(decisions=n, rechecked=k, share=round(k / n, 4), margin=lm.recheck_margin)}
+    note = {'note': s} if (s := getattr(lm, 'recheck_note', None)) else {}
+    return {'recheck': dict(decisions=n, rechecked=k, share=round(k / n, 4), margin=lm.recheck_margin, **note)}
 
 # %% ../../nbs/04a_evaluate_run_record.ipynb #da7a0735
 def run_config(model: str, # the model name as evaluated

@@ -16,7 +16,7 @@ from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, Generat
 from .openai_transport import FATAL, retry_policy, server_errors
 from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prober, TokenIds,
                                               echo_tokens, batch_logprobs, probe_endpoint, finish_reason,
-                                              sampling_fields, next_top_logprobs)
+                                              sampling_fields, next_top_logprobs, served_identity, UNKNOWN)
 
 # %% auto #0
 __all__ = ['DEFAULT_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
@@ -54,8 +54,11 @@ class OpenAILM(LM):
                  max_backoff: float=30.0, # cap on one wait, seconds
                  jitter_seed: int|None=None, # seeds the backoff's jitter (tests); None: a fresh seed
                  logprob_tol: float=0.1, # max |difference| accepted by the log-prob self-check
+                 dtype: str|None=None, # the server's precision where it does not report it (vLLM), e.g. bfloat16
+                 weights: str|None=None, # the weights served where the server does not say, e.g. a hub id@revision
                  endpoint: Endpoint|None=None): # what the endpoint serves, when known; None: probed once
         self.model, self.max_concurrency, self.logprob_tol = model, max_concurrency, logprob_tol
+        self.declared = {k: str(v) for k, v in dict(dtype=dtype, weights=weights).items() if v is not None}
         self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
         limits = httpx.Timeout(read_timeout, connect=timeout, write=timeout, pool=None)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get('OPENAI_API_KEY') or 'sk-no-key',
@@ -65,7 +68,7 @@ class OpenAILM(LM):
         # failures: every LMFailure returned
         self.policy = retry_policy(max_retries, backoff, max_backoff, random.Random(jitter_seed))
         self.failures, self._pool = [], None
-        self._lock, self._probing, self._endpoint, self._probed = threading.Lock(), threading.Lock(), endpoint, False
+        self._lock, self._probing, self._endpoint = threading.Lock(), threading.Lock(), endpoint
     @property
     def endpoint(self) -> Endpoint:
         "What the endpoint serves: `probe_endpoint`'s answer, asked the first time anything needs it, then only read."
@@ -74,19 +77,22 @@ class OpenAILM(LM):
         return self._endpoint
     supports_chat = property(server_errors(lambda self: bool(self.endpoint.chat)))   # what the probe found
     def identity(self) -> str:
-        ("`openai:<url>:<model>`, plus `:tok=<name>` when prompts are token ids from a local tokenizer, "
-         "plus `:serves=<...>` (`served`) once `probe` has run, "
-         "and `:server=<kind>` where the server says what it is.")
-        name = f'openai:{self.base_url}:{self.model}' + (f':tok={self.tokenizer_name}' if self.tokenizer_name else '')
-        if not self._probed: return name
-        kind = self.endpoint.server   # vllm, sglang, llama.cpp ... (`server_kind`); no version is probed
-        return name + f':serves={self.endpoint.served}' + (f':server={kind}' if kind else '')
+        ("What is served, never where (`served_identity`): kind, model, weights, dtype, version, chat template, the "
+         "local tokenizer, what it serves; probed once. The cache keys on it, so a moved server keeps its answers.")
+        return served_identity(self.endpoint, self.model, self.tokenizer_name)
+    dtype = property(lambda self: self.endpoint.dtype or UNKNOWN, doc="The server's precision, reported or declared.")
+    @property
+    def recheck_note(self) -> str|None:
+        "Why close decisions were not re-checked (the run record's `recheck`), unless the server computes in float32."
+        return None if self.dtype == 'float32' else f'server in {self.dtype}: decisions not re-checked'
+    def __repr__(self): return f'OpenAILM({self.model!r} at {self.base_url})'   # never probes
     def prober(self) -> Prober:
-        "What the endpoint's probes need of this backend: `_send`, its identity, `logprob_tol`, its token-id rules."
+        "What the probes need of this backend: `_send`, where it is, `logprob_tol`, token-id rules, declarations."
         tok = lambda: self._tokenizer()   # loaded when a probe first needs it
         ids = TokenIds(lambda s: encode_text(tok(), s), lambda a, b: encode_pair(tok(), a, b),
                        lambda s: tok().encode(s, add_special_tokens=False)) if self.tokenizer_name else None
-        return Prober(self._send, self.base_url, self.model, self.identity(), self.logprob_tol, ids)
+        where = f'openai:{self.base_url}:{self.model}'   # in messages: where it is
+        return Prober(self._send, self.base_url, self.model, where, self.logprob_tol, ids, self.declared)
     def _send(self, **fields):
         "One request under the retry policy (`_retry`): to `/chat/completions` given `messages`, else `/completions`."
         api = self.client.chat.completions if 'messages' in fields else self.client.completions
@@ -261,10 +267,8 @@ def _refuse_scoring(self: OpenAILM) -> None:
 @patch
 @server_errors
 def probe(self: OpenAILM) -> Endpoint:
-    "The `Endpoint` (probed once), which `identity` names from now on."
-    e = self.endpoint
-    self._probed = True
-    return e
+    "The `Endpoint` (probed once), which `identity` names."
+    return self.endpoint
 
 @patch
 @server_errors

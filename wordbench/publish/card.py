@@ -337,8 +337,11 @@ def card_blocks(model: str, rows: pd.DataFrame, info: pd.DataFrame, # `model_car
         b.append(('table', t))
         said = [f"{r.task}: {c['rechecked']:,} of {c['decisions']:,} decisions ({100 * c['share']:.1f}%) closer "
                 f"than {c['margin']:g} nats" for r in info.itertuples()
-                if isinstance(c := getattr(r, 'recheck', None), dict)]
+                if isinstance(c := getattr(r, 'recheck', None), dict) and 'note' not in c]
         if said: b.append(('p', 'Re-checked in float32 (a low-precision run): ' + '; '.join(said) + '.'))
+        noted = [f"{r.task}: {c['note']}" for r in info.itertuples()
+                 if isinstance(c := getattr(r, 'recheck', None), dict) and 'note' in c]
+        if noted: b.append(('p', 'Not re-checked (a server off float32): ' + '; '.join(noted) + '.'))
     else: b.append(('p', 'No results of this model yet: run it without `--no-eval`.'))
     for _, r in info.iterrows():
         mine = rows[rows.task == r.task]
