@@ -99,9 +99,10 @@ def by_context(requests: tuple) -> list[tuple]: # one job's requests, in order
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #02734d9c
 @patch
-def settings(self: Task, strategies: Sequence[str]|None=None, # default: `default_strategies`; 'all': every one
-             shots: Sequence[int]|None=None, # default: `default_shots`
-             seeds: Sequence[int]|None=None) -> list[Setting]: # default: `default_seeds`
+def settings(self: Task, strategies: Sequence[str]|None=None, # strategies or templates, or `all` (default: the task's)
+             shots: Sequence[int]|None=None, # few-shot counts (default: the task's)
+             seeds: Sequence[int]|None=None # seeds (default: the task's)
+            ) -> list[Setting]:
     "The grid of settings, checking the strategy names."
     if strategies in (['all'], ('all',), 'all'): strategies = self.strategies
     strategies = list(strategies or self.default_strategies or self.strategies)
@@ -292,7 +293,7 @@ def run_eval(task: str|Task, # a task or its registered name
              recheck_margin: float|None=None, # re-score closer decisions (nats) in fp32 (None: the backend's; 0: none)
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
-             shard: Shard|None=None, # evaluate only this shard's items (other processes run the others)
+             shard: Shard|None=None, # K/N: shard K (from 0) of N, into its own part file (default: a launcher's rank)
              lm: LM|None=None, # the model already opened (`open_lm`) for the one name in `models`; None: open each
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
     "Evaluate `task` per model, part by part, into `<task>_<model>.csv.gz` (a shard: into its part file); the files."
