@@ -1,6 +1,6 @@
 """Every mistake a user can make ends in one line on stderr (the problem, then `fix: ...`), a non-zero exit status and
 no traceback; `--debug` shows the traceback."""
-import http.server, os, subprocess, sys, threading, time
+import http.server, json, os, shutil, sqlite3, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
 
@@ -55,6 +55,13 @@ def files(tmp_path_factory):
     env = {**os.environ, 'WORDBENCH_PLUGINS': str(FIXTURES/'tiny_plugin.py'), 'TINY_ITEMS': str(d/'items.jsonl'),
            'WORDBENCH_CACHE': str(d/'cache')}
     assert wordbench('build', 'tiny-arith', '--n', '3', env=env).returncode == 0
+    assert wordbench(*EVAL, '--n', '3', '--out', d/'parts', '--shard', '0/2', env=env).returncode == 0   # 1/2 missing
+    asks = [{'context': f'ctx {i}', 'continuation': ' x'} for i in range(3)]
+    (d/'req.jsonl').write_text(''.join(json.dumps(a) + '\n' for a in asks))
+    assert wordbench('score', '--model', 'm', '--backend', 'dummy', '--input', d/'req.jsonl', '--output', d/'o.jsonl',
+                     '--cache', d/'c1.sqlite', env=env).returncode == 0
+    shutil.copy(d/'c1.sqlite', d/'c2.sqlite')   # the same requests, answered otherwise in the second cache
+    with sqlite3.connect(d/'c2.sqlite') as con: con.execute("UPDATE results SET result = '[-1.0, false]'")
     return d, env
 
 
@@ -97,6 +104,19 @@ CASES = {  # name: (arguments, text the one line must contain)
     'server sends a malformed body': (OPENAI + ['--input', '{d}/gen.jsonl', '--base-url', '{junk}'], 'JSONDecodeError'),
     'server sends a wrong-shaped body': (OPENAI + ['--input', '{d}/in.jsonl', '--base-url', '{empty}'],
                                          'not what the OpenAI API returns'),
+    'merge with a part missing': (['merge', 'tiny-arith', '--results', '{d}/parts'],
+                                  'tiny-arith_m.part-1-of-2.csv.gz is missing; fix: run that shard to its end'),
+    'merge of a missing cache': (['cache', 'merge', '{d}/nosuch.sqlite', '--into', '{d}/merged.sqlite'],
+                                 'nosuch.sqlite: no response cache there'),
+    'cache merge of caches that disagree': (['cache', 'merge', '{d}/c1.sqlite', '{d}/c2.sqlite', '--into',
+                                             '{d}/merged.sqlite'], '3 request(s) have other answers in'),
+}
+LAUNCHED = {  # name: (the launcher's variables, arguments, text the one line must contain)
+    'a stray WORLD_SIZE': (dict(WORLD_SIZE='4'), EVAL, 'WORLD_SIZE=4 is set without RANK and LOCAL_RANK'),
+    'one GPU for every rank': (dict(RANK='1', WORLD_SIZE='2', LOCAL_RANK='1'), EVAL + ['--device', 'cuda:0'],
+                               '--device cuda:0 would put all 2 processes of the launcher on one GPU'),
+    'report under srun': (dict(SLURM_PROCID='1', SLURM_NTASKS='2', SLURM_LOCALID='0', SLURM_STEP_ID='0'),
+                          ['report', '--model', 'm', '--backend', 'dummy'], 'this is process 1/2 of a launcher'),
 }
 
 
@@ -112,6 +132,18 @@ def test_user_error_is_one_line(case, files, urls):
     assert len(errors) == 1 and expected in errors[0], p.stderr[-2000:]
     assert '; fix: ' in errors[0] or 'Fix: ' in errors[0], errors[0]
     print(f'{case}: {errors[0]}')
+
+
+@pytest.mark.parametrize('case', list(LAUNCHED))
+def test_launcher_error_is_one_line(case, files):
+    "A launcher's variables that cannot make a run (a stray WORLD_SIZE, one GPU for every rank) are one line too."
+    d, env = files
+    ranks, args, expected = LAUNCHED[case]
+    keep = {k: v for k, v in env.items() if k not in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK') and 'SLURM' not in k}
+    p = wordbench(*args, env={**keep, **ranks})
+    errors = [line for line in p.stderr.splitlines() if ': error: ' in line]
+    assert p.returncode == 2 and 'Traceback' not in p.stderr, p.stderr[-2000:]
+    assert len(errors) == 1 and expected in errors[0] and '; fix: ' in errors[0], p.stderr[-2000:]
 
 
 def test_debug_shows_the_traceback(files):

@@ -4,25 +4,27 @@
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #626d9aef
 from __future__ import annotations
-import itertools, json, logging, os, re, time, warnings
+import glob, itertools, json, logging, os, re, time, warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 import pandas as pd
 from fastcore.basics import patch
-from ..core import USER_ERRORS, Registry, UserError, file_lock, user_message
+from ..core import USER_ERRORS, Registry, UserError, user_message
 from ..models.lm import LM, LoglikelihoodRequest, TopKRequest, GenerateRequest
 from ..models.open import open_lm
 from .choices import score_choices
-from .results import ResultSchema, add_identity, load_results, read_results, results_dir, results_path
+from .results import ResultSchema, add_identity, load_results, merge_results, results_dir
+from .results import results_path, write_results
 from .run_record import job_key, record_paths, run_config, run_record, write_run_record
 from .results import update_results
+from .shards import merge_parts, part_path, write_part_record
 
 # %% auto #0
 __all__ = ['log', 'TASKS', 'SETTING_OPTIONS', 'Setting', 'grid', 'Job', 'Task', 'by_context', 'register_task', 'Shard',
-           'parse_shard', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'run_rows', 'decode_together',
-           'run_eval', 'grid_tasks', 'evaluate_model', 'default_identity', 'migrate_results']
+           'parse_shard', 'launcher_ranks', 'env_shard', 'local_device', 'run_task', 'grid_parts', 'decode_together',
+           'run_eval', 'merge_shards', 'grid_tasks', 'evaluate_model', 'default_identity', 'migrate_results']
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #70f55e49
 log = logging.getLogger(__name__)
@@ -97,9 +99,10 @@ def by_context(requests: tuple) -> list[tuple]: # one job's requests, in order
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #02734d9c
 @patch
-def settings(self: Task, strategies: Sequence[str]|None=None, # default: `default_strategies`; 'all': every one
-             shots: Sequence[int]|None=None, # default: `default_shots`
-             seeds: Sequence[int]|None=None) -> list[Setting]: # default: `default_seeds`
+def settings(self: Task, strategies: Sequence[str]|None=None, # strategies or templates, or `all` (default: the task's)
+             shots: Sequence[int]|None=None, # few-shot counts (default: the task's)
+             seeds: Sequence[int]|None=None # seeds (default: the task's)
+            ) -> list[Setting]:
     "The grid of settings, checking the strategy names."
     if strategies in (['all'], ('all',), 'all'): strategies = self.strategies
     strategies = list(strategies or self.default_strategies or self.strategies)
@@ -154,24 +157,48 @@ def parse_shard(text: str) -> Shard: # `K/N` as written after `--shard`
     except ValueError as e: raise UserError(f'--shard {e}', fix) from None
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #8378e776
-def env_shard(environ: dict|None=None) -> Shard|None: # default `os.environ`
-    "The shard a launcher gave this process, `RANK` of `WORLD_SIZE` (torchrun, accelerate launch); None without one."
+def launcher_ranks(environ: dict|None=None) -> tuple[int, int, int]|None: # default `os.environ`
+    "`(rank, world size, local rank)` that torchrun, accelerate launch or an srun step gave this process; else None."
     env = os.environ if environ is None else environ
-    if 'WORLD_SIZE' not in env: return None
-    rank, size = str(env.get('RANK', '')), str(env['WORLD_SIZE'])
-    fix = 'start the processes with torchrun or accelerate launch (they set both), or unset WORLD_SIZE and RANK'
-    if not (rank.isdigit() and size.isdigit() and int(size) > 0):
-        raise UserError(f'RANK={rank!r} and WORLD_SIZE={size!r} do not name a process of a run', fix)
-    try: return Shard(int(rank), int(size))
-    except ValueError as e: raise UserError(f'RANK/WORLD_SIZE {e}', fix) from None
+    torch_names, slurm_names = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK'), ('SLURM_PROCID', 'SLURM_NTASKS', 'SLURM_LOCALID')
+    step = 'SLURM_STEP_ID' in env or 'SLURM_STEPID' in env   # srun's tasks, not the batch script
+    names = (torch_names if all(n in env for n in torch_names) else
+             slurm_names if step and 'SLURM_PROCID' in env else None)
+    if names is None and 'WORLD_SIZE' in env:
+        raise UserError(f"WORLD_SIZE={env['WORLD_SIZE']} is set without RANK and LOCAL_RANK (or an srun step's "
+                        'SLURM_PROCID)', 'unset WORLD_SIZE to run every item here, start the processes with torchrun, '
+                        'accelerate launch or srun, or pass --shard K/N')
+    if names is None: return None
+    values = [str(env.get(n, '')) for n in names]
+    if not all(v.isdigit() for v in values) or int(values[1]) < 1:
+        raise UserError(f"{', '.join(f'{n}={v!r}' for n, v in zip(names, values))} do not name a process of a run",
+                        f'start the processes with the launcher (it sets all of {", ".join(names)}), or unset them')
+    return tuple(int(v) for v in values)
+
+# %% ../../nbs/06_evaluate_tasks.ipynb #fd054335
+def env_shard(environ: dict|None=None) -> Shard|None: # default `os.environ`
+    "The shard a launcher gave this process (`launcher_ranks`: rank of world size); None without one."
+    if (ranks := launcher_ranks(environ)) is None: return None
+    try: return Shard(*ranks[:2])
+    except ValueError as e:
+        raise UserError(f'the launcher\'s rank {e}', 'start the processes with the launcher, or unset its variables'
+                        ) from None
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #7bc734c5
-def local_device(options: dict, # backend options, e.g. {'device': 'cuda'}
-                 environ: dict|None=None) -> dict: # default `os.environ`
-    "Backend `options` with a bare `device='cuda'` made `cuda:<LOCAL_RANK>`: one GPU per process of a node."
-    env = os.environ if environ is None else environ
-    rank = str(env.get('LOCAL_RANK', ''))
-    return {**options, 'device': f'cuda:{rank}'} if options.get('device') == 'cuda' and rank.isdigit() else options
+def local_device(options: dict, # backend options, e.g. {'device': 'auto'}
+                 environ: dict|None=None, # default `os.environ`
+                 gpus: int|None=None) -> dict: # CUDA devices this process sees (None: torch's count, when needed)
+    "Backend `options` with `cuda` or `auto` made this process's local GPU under a launcher; `cuda:N` refused there."
+    ranks, device = launcher_ranks(environ), str(options.get('device', ''))
+    if ranks is None or ranks[1] < 2 or device.partition(':')[0] not in ('cuda', 'auto'): return options
+    if device.startswith('cuda:'):
+        raise UserError(f'--device {device} would put all {ranks[1]} processes of the launcher on one GPU',
+                        'use --device cuda or auto: each process then takes its local GPU')
+    if gpus is None:
+        import torch
+        gpus = torch.cuda.device_count()
+    if gpus == 0: return {**options, 'device': 'cpu'} if device == 'auto' else options
+    return {**options, 'device': f'cuda:{ranks[2] % gpus}'}
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #56f560f7
 def _distinct(requests) -> list:
@@ -230,32 +257,17 @@ def grid_parts(task: Task, grid: str|None=None, **options) -> list[dict]:
                         'pick one of those, or leave --grid out')
     return [{**part, **given} for part in task.grids[grid]]
 
-# %% ../../nbs/06_evaluate_tasks.ipynb #4a715271
-def run_rows(task: Task, # the task as evaluated
-             path, # its results file
-             model: str, # the `model` column
-             parts: Sequence[tuple], # `(settings, items, pool)` per part of the run
-             identity: str|None=None) -> pd.DataFrame: # the run's `identity` (None: every identity in the file)
-    "The rows of `path` that the jobs of `parts` make, part by part: what every shard of a run has merged so far."
-    key = [c for c in task.schema.key if c != 'model']
-    df = read_results(path, task.schema)
-    df = df[(df.model == model) & ((df.identity == identity) if identity is not None else True)]
-    have, frames = list(df[key].itertuples(index=False, name=None)), []
-    for settings, items, pool in parts:
-        want = {job_key(task, j, key) for j in task.jobs(items, settings, pool) if j.requests is not None}
-        frames.append(df[[k in want for k in have]])
-    return pd.concat(frames, ignore_index=True)
-
 # %% ../../nbs/06_evaluate_tasks.ipynb #0ffc6a7d
 def _record(task: Task, model: str, path: Path, frames: list, parts: list, config: dict, seconds: float,
             shard: Shard|None):
-    "Write the run record: this run's rows; a shard's, every shard's rows so far (under the results file's lock)."
-    if shard is None or shard.count == 1:
-        return write_run_record(path, *run_record(task, model, pd.concat(frames, ignore_index=True), parts, config,
-                                                  seconds))
-    with file_lock(path):
-        rows = run_rows(task, path, model, parts, config.get('model_sha'))
-        return write_run_record(path, *run_record(task, model, rows, parts, {**config, 'shards': shard.count}, seconds))
+    "Write the run record: a whole run's beside its results file; a shard's, with the keys it owes, beside its part."
+    record = run_record(task, model, pd.concat(frames, ignore_index=True), parts,
+                        config if shard is None or shard.count == 1 else {**config, 'shards': shard.count}, seconds)
+    if shard is None or shard.count == 1: return write_run_record(path, *record)
+    key = [c for c in task.schema.key if c != 'model']
+    owed = [[job_key(task, j, key) for j in task.jobs(shard.take(items), settings, items if pool is None else pool)
+             if j.requests is not None] for settings, items, pool in parts]
+    return write_part_record(path, *record, owed)
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #2f8b6c05
 def decode_together(task: Task, # the task as evaluated (`task.for_lm(lm)`)
@@ -281,10 +293,10 @@ def run_eval(task: str|Task, # a task or its registered name
              recheck_margin: float|None=None, # re-score closer decisions (nats) in fp32 (None: the backend's; 0: none)
              lm_options: dict|None=None, # backend options, e.g. {'dtype': 'bfloat16', 'batch_size': 32}
              progress: bool|None=None, # progress bars of the model calls
-             shard: Shard|None=None, # evaluate only this shard's items (other processes run the others)
+             shard: Shard|None=None, # K/N: shard K (from 0) of N, into its own part file (default: a launcher's rank)
              lm: LM|None=None, # the model already opened (`open_lm`) for the one name in `models`; None: open each
              **options) -> list[Path]: # grid options (strategies, shots, seeds) and task options, overriding the grid's
-    "Evaluate `task` per model, part by part, rows merged into `<task>_<model>.csv.gz` (+ a run record); the files."
+    "Evaluate `task` per model, part by part, into `<task>_<model>.csv.gz` (a shard: into its part file); the files."
     task = TASKS[task] if isinstance(task, str) else task
     try: task.settings(*(options.get(k) for k in SETTING_OPTIONS))   # unknown strategies: before anything loads
     except ValueError as e:
@@ -294,23 +306,40 @@ def run_eval(task: str|Task, # a task or its registered name
         load = {k: v for k, v in part.items() if k not in SETTING_OPTIONS}
         parts.append((task.settings(**{k: v for k, v in part.items() if k in SETTING_OPTIONS}), *task.load(**load)))
     names, paths = [models] if isinstance(models, str) else list(models), []
+    split = shard is not None and shard.count > 1   # a shard of a run: its rows go to its own part file
     if lm is not None and len(names) != 1: raise ValueError(f'an opened `lm` is one model, not {len(names)}')
     for m in names:
         opened = lm if lm is not None else open_lm(m, backend, cache=cache, options=lm_options)
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(opened)
+        path, mine = part_path(path, shard.index, shard.count) if split else path, None
         answers = decode_together(asked, opened, parts, progress, shard)   # every part's generations in one call
         for settings, items, pool in parts:
             res = run_task(asked, opened, settings, items, pool, model=m, recheck_margin=recheck_margin,
                            progress=progress, adapted=True, shard=shard, answers=answers)
             frames.append(res)
-            update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
+            if split: write_results(mine := merge_results(mine, res, task.schema), path, task.schema)   # no lock
+            else: update_results(res, path, task.schema)   # re-read, merged and replaced under the file's lock
             log.info(f'{task.name} {m}: {len(res):,} rows ({int(res.failed.sum())} failed) -> {path}'
-                     + (f' (shard {shard})' if shard is not None and shard.count > 1 else '')
+                     + (f' (shard {shard})' if split else '')
                      + f', identity {opened.identity()}')
         config = run_config(m, backend, opened, grid, lm_options, options)
         _record(asked, m, path, frames, parts, config, time.time() - t0, shard)
         paths.append(path)
     return paths
+
+# %% ../../nbs/06_evaluate_tasks.ipynb #cf7b4fc5
+def merge_shards(tasks: Sequence[str]|None=None, # tasks whose parts to merge (default: every registered task)
+                 model: Sequence[str]|None=None, # only these models' parts (default: every model with parts)
+                 results=None # results folder (default data/results/)
+                ) -> list[Path]:
+    "Merge each sharded run's part files into its results file (`merge_parts`); the results files merged into."
+    out = []
+    for name in tasks or list(TASKS):
+        schema, found = TASKS[name].schema, results_dir(results).glob(f'{glob.escape(name)}_*.part-*-of-*.csv.gz')
+        files = ({results_path(name, m, results) for m in model} if model else
+                 {p.with_name(re.sub(r'\.part-\d+-of-\d+\.csv\.gz$', '.csv.gz', p.name)) for p in found})
+        out += [p for f in sorted(files) if (p := merge_parts(f, schema, name)) is not None]
+    return out
 
 # %% ../../nbs/06_evaluate_tasks.ipynb #9535155c
 def grid_tasks(grid: str, # a named grid, e.g. 'cpu'

@@ -15,7 +15,7 @@ from .lm import LM, LMFailure, Generation, TopK
 
 # %% auto #0
 __all__ = ['SCHEMA', 'NETWORK_FILESYSTEMS', 'log', 'retry_busy', 'request_key', 'decode_result', 'default_cache_path',
-           'cache_file', 'network_filesystem', 'warn_network_cache', 'connect', 'CachedLM']
+           'cache_file', 'network_filesystem', 'warn_network_cache', 'connect', 'CachedLM', 'merge_caches']
 
 # %% ../../nbs/03b_models_cache.ipynb #ae946b36
 def request_key(lm: LM, # the backend that computes the result
@@ -259,3 +259,52 @@ def exact(self: CachedLM) -> LM|None:
     if '_exact' not in self.__dict__:
         self._exact = CachedLM(twin, self.path, self.chunk_size, self.progress, self.streaming, self.commit_s)
     return self._exact
+
+# %% ../../nbs/03b_models_cache.ipynb #b17c39bc
+def _cache_rows(path: Path, chunk: int=2000):
+    "The rows of the response cache at `path`, `chunk` at a time, read only (the file is not changed)."
+    if not path.is_file(): raise FileNotFoundError(2, 'no response cache there', str(path))
+    con = sqlite3.connect(f'{path.resolve().as_uri()}?mode=ro', uri=True)
+    try:
+        cur = con.execute('SELECT key, backend, identity, method, request, result, created FROM results')
+        while rows := cur.fetchmany(chunk): yield rows
+    except sqlite3.DatabaseError as e:
+        raise UserError(f'{path} is not a wordbench response cache ({e})', 'leave it out of the merge') from None
+    finally: con.close()
+
+# %% ../../nbs/03b_models_cache.ipynb #6fe5ab76
+def _merge_rows(con: sqlite3.Connection, rows: list, counts: dict) -> tuple|None:
+    "Insert the `rows` whose keys `con` lacks; count them, those there already and those that differ; one that differs."
+    have = {}
+    for i in range(0, len(rows), 500):
+        part = [r[0] for r in rows[i:i + 500]]
+        have.update(con.execute(f"SELECT key, result FROM results WHERE key IN ({','.join('?' * len(part))})", part))
+    new, differ = [r for r in rows if r[0] not in have], [r for r in rows if r[0] in have and have[r[0]] != r[5]]
+    con.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,?)', new)
+    counts['added'], counts['differ'] = counts['added'] + len(new), counts['differ'] + len(differ)
+    counts['same'] += len(rows) - len(new) - len(differ)
+    return differ[0] if differ else None
+
+# %% ../../nbs/03b_models_cache.ipynb #15510320
+def merge_caches(sources: list[str], # the caches to copy: SQLite files, or folders holding `results.sqlite`
+                 into: str, # the cache they go into (made when missing; what it holds stays)
+                 keep_first: bool=False # keep the first answer of a request answered differently (default: refuse)
+                ) -> dict[str, int]:
+    "Copy every answer of `sources` into `into`, in one transaction; how many were `added`, the `same`, or `differ`."
+    con, counts, first = connect(cache_file(into)), dict(added=0, same=0, differ=0), None
+    retry_busy(lambda: con.execute('BEGIN IMMEDIATE'))()
+    try:
+        for src in sources:
+            for rows in _cache_rows(cache_file(src)):
+                if (row := _merge_rows(con, rows, counts)) and first is None: first = (row, src)
+        if first and not keep_first:
+            raise UserError(f"{counts['differ']} request(s) have other answers in {first[1]} than already merged "
+                            f"(first: a {first[0][3]} request of {first[0][2]}); nothing was written",
+                            'those runs disagree under one identity: pass --keep-first to keep the first answer, '
+                            'or leave that cache out')
+        con.execute('COMMIT')
+    except BaseException:
+        if con.in_transaction: con.execute('ROLLBACK')
+        raise
+    finally: con.close()
+    return counts

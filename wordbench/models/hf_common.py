@@ -11,8 +11,8 @@ from .lm import TopK, TopKRequest
 # %% auto #0
 __all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
            'group_by_prefix', 'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix',
-           'resolve_device', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'word_initial_ids',
-           'marks_word_start', 'topk_from_logprobs']
+           'resolve_device', 'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks',
+           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -146,6 +146,12 @@ def resolve_device(device: str='cpu', # cpu, cuda, cuda:N, or auto (every GPU th
     gpus = torch.cuda.device_count() if gpus is None else gpus
     return ('cpu', None) if gpus == 0 else ('cuda', None) if gpus == 1 else ('cuda', 'auto')
 
+
+# %% ../../nbs/03g_models_hf_common.ipynb #d5b7534b
+def positive_or_auto(text: str) -> int|str: # as written after `--batch-size`
+    "A batch size: a positive number, or `auto`; anything else a `ValueError`."
+    if text == 'auto' or (str(text).isdigit() and int(text) > 0): return text if text == 'auto' else int(text)
+    raise ValueError(f'a positive number or auto, not {text!r}')
 
 # %% ../../nbs/03g_models_hf_common.ipynb #24f717eb
 def fixed_batch_and_device(backend: str, # the backend's registered name, for the message
