@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ECHO_MIN_CHARS', 'RUN_WORDS', 'ECHO_MARK', 'TRANSDUCTIVE_NOTE', 'normalised_words', 'copied_chars',
+__all__ = ['ECHO_MIN_CHARS', 'RUN_WORDS', 'GAP_WORDS', 'ECHO_MARK', 'TRANSDUCTIVE_NOTE', 'normalised_words', 'copied_chars',
            'reproduces_example', 'feature_dependence', 'level_accuracy']
 
 # %% ../../nbs/09_publish_artefacts.ipynb #e1dffa61
@@ -18,6 +18,9 @@ ECHO_MIN_CHARS = 40  # characters of normalised text from which a stretch shared
 
 # %% ../../nbs/09_publish_artefacts.ipynb #6d931af6
 RUN_WORDS = 4  # a shared run of words shorter than this is a phrase, not part of a copy
+
+# %% ../../nbs/09_publish_artefacts.ipynb #999ebecd
+GAP_WORDS = 3  # words (a pasted noun phrase) that may separate two runs of one copy
 
 # %% ../../nbs/09_publish_artefacts.ipynb #cf857fc5
 def normalised_words(text: str) -> list[str]:
@@ -28,10 +31,15 @@ def normalised_words(text: str) -> list[str]:
 def copied_chars(reply: str, # what the model wrote
                  example: str # one worked example's answer line or reason
                 ) -> int:
-    "Characters of normalised text in the runs of >= `RUN_WORDS` words that `reply` shares with `example`, in order."
+    "Characters of normalised text in the longest chain of shared runs (see `RUN_WORDS`, `GAP_WORDS`)."
     r, e = normalised_words(reply), normalised_words(example)
-    blocks = difflib.SequenceMatcher(None, r, e, autojunk=False).get_matching_blocks()
-    return sum(len(' '.join(r[b.a:b.a + b.size])) for b in blocks if b.size >= RUN_WORDS)
+    runs = [b for b in difflib.SequenceMatcher(None, r, e, autojunk=False).get_matching_blocks() if b.size >= RUN_WORDS]
+    best, chain, end = 0, 0, None
+    for b in runs:
+        near = end is not None and b.a - end[0] <= GAP_WORDS and 0 <= b.b - end[1] <= GAP_WORDS
+        chain = (chain if near else 0) + len(' '.join(r[b.a:b.a + b.size]))
+        best, end = max(best, chain), (b.a + b.size, b.b + b.size)
+    return best
 
 # %% ../../nbs/09_publish_artefacts.ipynb #0b3a0dfd
 ECHO_MARK = re.compile(r'\[prompt echo: (\d+) chars\]')  # how stored replies mark a redacted prompt echo
@@ -56,6 +64,16 @@ def _chi2(counts: np.ndarray) -> np.ndarray:
     expected = counts.sum(-1, keepdims=True) * counts.sum(-2, keepdims=True) / n
     return np.where(expected > 0, (counts - expected) ** 2 / np.where(expected > 0, expected, 1), 0).sum((-2, -1))
 
+# %% ../../nbs/09_publish_artefacts.ipynb #dcb23272
+def _shuffled_chi2(answers: np.ndarray, levels: np.ndarray, shape: tuple, permutations: int, seed: int) -> np.ndarray:
+    "Chi-square statistics of `permutations` tables of `levels` against shuffled `answers`, in chunks of bounded size."
+    rng, (L, K), out = np.random.default_rng(seed), shape, []
+    for start in range(0, permutations, (chunk := max(1, 2_000_000 // len(answers)))):
+        b = min(chunk, permutations - start)
+        idx = (np.arange(b)[:, None] * L + levels) * K + rng.permuted(np.tile(answers, (b, 1)), axis=1)
+        out.append(_chi2(np.bincount(idx.ravel(), minlength=b * L * K).reshape(b, L, K)))
+    return np.concatenate(out)
+
 # %% ../../nbs/09_publish_artefacts.ipynb #113ad088
 def feature_dependence(answers: Sequence, # one answer per row; missing (NaN, None) is the category 'none'
                        feature: Sequence, # the prompt feature of each row (rows without one are dropped)
@@ -74,9 +92,7 @@ def feature_dependence(answers: Sequence, # one answer per row; missing (NaN, No
     out = dict(p=np.nan, n=n, levels=int(L), determined=determined, statistic=np.nan, reason='')
     if L < 2: return out | dict(reason=f'{L} level{"" if L == 1 else "s"} of the feature: nothing to compare')
     stat = _chi2(counts)
-    shuffled = np.random.default_rng(seed).permuted(np.tile(ai, (permutations, 1)), axis=1)
-    idx = (np.arange(permutations)[:, None] * L + fi) * K + shuffled
-    perm = _chi2(np.bincount(idx.ravel(), minlength=permutations * L * K).reshape(permutations, L, K))
+    perm = _shuffled_chi2(ai, fi, (L, K), permutations, seed)
     return out | dict(p=float((1 + (perm >= stat - 1e-9).sum()) / (1 + permutations)), statistic=float(stat))
 
 # %% ../../nbs/09_publish_artefacts.ipynb #c6943653

@@ -4,18 +4,23 @@
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c002
 from __future__ import annotations
-import math
+import json, math, re
 from typing import Sequence
 import numpy as np
 import pandas as pd
 from ..evaluate.choices import unique_best
+from ..publish.artefacts import reproduces_example
 from ..stats import mcnemar_exact_p, wilson_ci
 from .sources import WSCPLUS_TYPES
 from .extract import TAXONOMY, taxonomy
+from .prompts import EVAL_SHOT_LINES, EVAL_TEMPLATES, shot_order, template_text
+from .splits import load_items
+from .task import CUED, PRIMED, shots_of
 
 # %% auto #0
 __all__ = ['EVAL_COLUMNS', 'CALIBRATED_SUFFIX', 'PMI_SUFFIX', 'wilson_interval', 'evaluation_table', 'baseline_table',
-           'mcnemar_table', 'pair_accuracy', 'calibrate_scored', 'answer_shares', 'pmi_scored']
+           'mcnemar_table', 'pair_accuracy', 'calibrate_scored', 'answer_shares', 'pmi_scored', 'shown_lines',
+           'worked_examples', 'with_artefacts']
 
 # %% ../../nbs/45_wscplus_metrics.ipynb #e5a0c006
 def wilson_interval(correct: int, # correct answers
@@ -159,3 +164,42 @@ def pmi_scored(rows: pd.DataFrame # result rows; the scored ones with log-probs 
     return sc.assign(strategy=sc.strategy + PMI_SUFFIX, protocol='score-pmi', pred=pd.array(pred, dtype='Int64'),
                      correct=right, invalid=[p is None for p in pred], rule='pmi',
                      taxonomy=[taxonomy(l, p, 'tie') for l, p in zip(sc.label, pred)])
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #7c4e1c5b
+def shown_lines(row: dict # a WSC+ result row: template, protocol, prompt_format, id, seed
+               ) -> tuple:
+    "The WSC+ lines of the worked examples the row's prompt showed, in the order shown (() for none)."
+    kind = EVAL_TEMPLATES[row['template']].examples
+    if kind == 'none': return ()
+    if kind in ('tree', 'paper'): return EVAL_SHOT_LINES[:1]
+    raw = row['protocol'] in ('generate', 'sc') and row['prompt_format'] in (PRIMED, CUED)
+    return shot_order(str(row['id']), int(row['seed'])) if raw else EVAL_SHOT_LINES
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #fa7628b4
+def worked_examples(text: str # a rendered template (`template_text`): examples as 'Q: ...' and 'A: ...'
+                   ) -> list[str]:
+    "Each worked example's answer as the template shows it (after 'A:'), then each one's reason (after 'd;')."
+    bodies = [b.split('\nQ:')[0].strip() for b in text.split('\nA:')[1:]]
+    return bodies + [m.group(1).strip() for b in bodies if (m := re.search(r'\d;\s*(.+)', b, re.S))]
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #9b93125d
+def _replies(row: dict) -> list[str]:
+    "A result row's replies: the samples of self-consistency, else its one reply ('' for none)."
+    reply = row['reply'] if isinstance(row['reply'], str) else ''
+    return json.loads(reply) if row['protocol'] == 'sc' and reply.startswith('[') else [reply]
+
+# %% ../../nbs/45_wscplus_metrics.ipynb #379b425e
+def with_artefacts(rows: pd.DataFrame, # WSC+ result rows
+                   shots: dict|None=None # WSC+ line -> few-shot item; default: the few-shot split's rows
+                  ) -> pd.DataFrame:
+    "`rows` plus `example_order` (e.g. '1,2,0'; '' without examples) and `echo` (the reply copies a worked example)."
+    shots, texts = shots or shots_of(load_items('few-shot')), {}
+    def examples(r, lines):
+        key = (r['template'], lines)
+        if key not in texts: texts[key] = worked_examples(template_text(r['template'], shots, lines or EVAL_SHOT_LINES))
+        return texts[key]
+    recs = rows.to_dict('records')
+    lines = [shown_lines(r) for r in recs]
+    echo = [any(reproduces_example(t, examples(r, ls)) for t in _replies(r)) for r, ls in zip(recs, lines)]
+    order = [','.join(str(EVAL_SHOT_LINES.index(x)) for x in ls) for ls in lines]
+    return rows.assign(example_order=order, echo=echo)
