@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 from ..core import Registry, project_root, atomic_write
-from .analysis import save_figure, save_table, PALETTE
+from .analysis import save_figure, save_table
 from ..stats import unit_accuracy, paired_units
 from .verdict import VERDICTS, card_verdicts, degenerate_reasons, headline_rows, system_sentence
 from ..evaluate.results import results_path
@@ -25,7 +25,7 @@ __all__ = ['CARD_COLUMNS', 'UNIT_NAMES', 'CARDS', 'PAIRED_COLUMNS', 'VERDICT_COL
 
 # %% ../../nbs/09b_publish_card.ipynb #f94b67a9
 CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n', 'unit', 'unparsable', 'capped', 'empty', 'echo',
-                'top', 'top_share', 'degenerate', 'baseline', 'baseline_value', 'p_above', 'p_below', 'verdict',
+                'top', 'top_share', 'degenerate', 'baseline', 'baseline_value', 'p_above', 'verdict',
                 'headline', 'gap')  # one row of a card; value, lo, hi and shares in percent
 
 # %% ../../nbs/09b_publish_card.ipynb #f26fa8d3
@@ -85,11 +85,12 @@ def ours_row(setting: str, # the row's label, e.g. 'wsc winodict 0-shot'
 # %% ../../nbs/09b_publish_card.ipynb #4142028c
 def ref_row(setting: str, kind: str, # 'baseline' or 'paper'
             name: str, value: float, # the reference's name and its number (percent)
-            per_unit: dict|None=None) -> dict: # a baseline's accuracy per unit, where it depends on the item
+            per_unit: dict|None=None, # a baseline's accuracy per unit, where it depends on the item
+            trivial: bool=True) -> dict: # False: a baseline shown but not tested (it knows more than no item's label)
     "A baseline's or a paper model's number beside ours (no interval)."
     if kind not in ('baseline', 'paper'): raise ValueError(f'kind must be baseline or paper, got {kind!r}')
     return dict(setting=setting, kind=kind, name=name, value=float(value), lo=np.nan, hi=np.nan, n=np.nan,
-                **({'per_unit': per_unit} if per_unit else {}))
+                **({'per_unit': per_unit} if per_unit else {}), **({} if trivial else {'trivial': False}))
 
 # %% ../../nbs/09b_publish_card.ipynb #796f276d
 def majority_row(setting: str, rows: pd.DataFrame, # result rows with `label`
@@ -280,8 +281,7 @@ def card_table(rows: pd.DataFrame) -> pd.DataFrame: # one task's headline rows
                         'verdict': ours.verdict.fillna('').tolist(),
                         'strongest baseline': [f'{b} {_fmt(v)}' if isinstance(b, str) and b else ''
                                                for b, v in zip(ours.baseline, ours.baseline_value)],
-                        'p above (Holm)': [_fmt(p, 3) for p in ours.p_above],
-                        'p below (Holm)': [_fmt(p, 3) for p in ours.p_below]})
+                        'p above (Holm)': [_fmt(p, 3) for p in ours.p_above]})
     for kind, prefix in (('baseline', ''), ('paper', 'paper: ')):
         ref = rows[rows.kind == kind]
         for name in dict.fromkeys(ref.name):
@@ -293,7 +293,7 @@ def card_table(rows: pd.DataFrame) -> pd.DataFrame: # one task's headline rows
 VERDICT_COLOURS = {'above baseline': '#1b7837', 'at baseline': '#8c8c8c', 'below baseline': '#c51b7d',
                    'degenerate': '#e0e0e0'}
 
-def card_figure(model: str, rows: pd.DataFrame) -> 'Figure': # `model_card`'s rows
+def card_figure(model: str, rows: pd.DataFrame): # `model_card`'s rows
     "A panel per system: its headline cells (interval, verdict colour, strongest baseline), then its verdict counts."
     import matplotlib.pyplot as plt
     ours = rows[rows.kind == 'ours'].assign(system=lambda d: d.task.astype(str).str.split('-').str[0])
@@ -305,7 +305,9 @@ def card_figure(model: str, rows: pd.DataFrame) -> 'Figure': # `model_card`'s ro
         g = ours[ours.system == s]
         _system_panel(ax, s, g[g.headline.astype(bool)], g.verdict.value_counts())
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in VERDICT_COLOURS.values()]
-    fig.legend(handles, list(VERDICT_COLOURS), ncol=4, fontsize=8, loc='lower center', frameon=False)
+    handles.append(plt.Line2D([], [], marker='|', markersize=10, color='black', linestyle=''))
+    fig.legend(handles, [*VERDICT_COLOURS, 'strongest trivial baseline'], ncol=5, fontsize=8, loc='lower center',
+               frameon=False)
     fig.suptitle(f'{model}: headline cells (fixed in advance) and the verdicts of all cells', fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
     return fig
@@ -326,6 +328,7 @@ def _system_panel(ax, system: str, head: pd.DataFrame, counts: pd.Series) -> Non
     ax.set_xlim(0, 100)
     ax.set_title(system + ('' if len(head) else ': no headline cell ran'), fontsize=9, loc='left')
     ax.tick_params(axis='x', labelsize=7)
+    ax.set_xlabel('accuracy (%), 95% interval over units', fontsize=7)
 
 # %% ../../nbs/09b_publish_card.ipynb #4a4a780a
 def headline_table(rows: pd.DataFrame) -> pd.DataFrame: # `model_card`'s rows
@@ -339,13 +342,12 @@ _NOTE = ('Each value is the mean accuracy over the sampled units (items: twin se
          'NewTerm), with its Wilson 95% interval over those units; n counts them ("(< 20)": fewer than 20). Each cell '
          'has one verdict: "degenerate" when over 50% of its replies are unparsable or capped, one answer makes up '
          '90% or more of them, over 50% reproduce a worked example of the prompt, or a prompt feature its system names '
-         '(example order, template) predicts the answer (p < 0.05); otherwise "above baseline" or "below baseline" '
-         'when a one-sided exact test over units against the strongest trivial baseline of the cell (a binomial test '
-         'against a fixed rate, a sign test against a baseline that varies by item) is significant at 0.05 after '
-         "Holm's adjustment across every tested cell of this card, both directions counted, and \"at baseline\" otherwise. "
-         'A reply that reproduces a worked example earns no credit. Unparsable, capped and empty: shares of the '
-         "generated replies only. Baselines and the papers' numbers carry no interval. A tie between options is never "
-         'counted as correct.')
+         '(example order, template) predicts the answer (p < 0.05); otherwise "above baseline" when a one-sided exact '
+         'binomial test over units against the strongest trivial baseline of the cell is significant at 0.05 after '
+         "Holm's adjustment across every tested cell of this card (p above (Holm)), \"below baseline\" when the 95% "
+         'interval lies wholly below that baseline, and "at baseline" otherwise. A reply that reproduces a worked '
+         'example earns no credit. Unparsable, capped and empty: shares of the generated replies only. Baselines and '
+         "the papers' numbers carry no interval. A tie between options is never counted as correct.")
 _SAMPLES = ('Every sample (prompt, reply, parsed answer, score) is in the per-sample viewer of the site build '
             '(`make site INSPECT_BUNDLE=DIR`), linked per task below; without the site, `wordbench export inspect` '
             'and `inspect view` open the same logs.')

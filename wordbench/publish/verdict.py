@@ -6,11 +6,11 @@
 from __future__ import annotations
 import numpy as np
 import pandas as pd
-from ..stats import binomial_tails, holm, paired_units
+from ..stats import binomial_tails, holm
 
 # %% auto #0
 __all__ = ['LEVEL', 'DEGENERATE_UNPARSABLE', 'DEGENERATE_CAPPED', 'DEGENERATE_TOP', 'DEGENERATE_ECHO', 'VERDICTS',
-           'degenerate_reasons', 'baseline_tails', 'strongest_baseline', 'card_verdicts', 'headline_rows',
+           'degenerate_reasons', 'baseline_p', 'strongest_baseline', 'card_verdicts', 'headline_rows',
            'system_sentence']
 
 # %% ../../nbs/09b0_publish_verdict.ipynb #98318956
@@ -33,44 +33,34 @@ def degenerate_reasons(h: dict) -> str: # `unparsable`, `capped`, `top`, `top_sh
     return '; '.join(why)
 
 # %% ../../nbs/09b0_publish_verdict.ipynb #69c166d5
-def baseline_tails(per_unit: dict, # the cell's accuracy per unit (0 to 1)
-                   baseline: dict) -> tuple[float, float]: # a baseline row: `value` (%), maybe `per_unit`
-    "`(p_above, p_below)`: one-sided exact p-values of the cell against the baseline, over units."
+def baseline_p(per_unit: dict, # the cell's accuracy per unit (0 to 1)
+               baseline: dict) -> float: # a baseline row: `value` (%)
+    "One-sided exact p-value of the cell being above the baseline's value, over units."
     ours = pd.Series(per_unit, dtype=float)
-    if not len(ours): return (np.nan, np.nan)
-    base = baseline.get('per_unit')
-    if isinstance(base, dict) and base:
-        b = pd.Series(base, dtype=float).reindex(ours.index)
-        ok = b.notna()
-        t = paired_units(ours[ok], b[ok], mde=False)
-        if t['wins_a'] + t['wins_b'] == 0: return (1.0, 1.0)
-        from scipy.stats import binom
-        w, m = t['wins_a'], t['wins_a'] + t['wins_b']
-        return float(binom.sf(w - 1, m, 0.5)), float(binom.cdf(w, m, 0.5))
-    return binomial_tails(ours.mean() * len(ours), len(ours), baseline['value'] / 100)
+    return binomial_tails(ours.mean() * len(ours), len(ours), baseline['value'] / 100)[0] if len(ours) else np.nan
 
 def strongest_baseline(refs: list) -> dict|None: # baseline rows of one cell
-    "The baseline row with the highest value (None when there is none)."
-    refs = [r for r in refs if pd.notna(r.get('value'))]
+    "The trivial baseline row with the highest value (None when there is none); `trivial=False` rows are only shown."
+    refs = [r for r in refs if pd.notna(r.get('value')) and r.get('trivial', True)]
     return max(refs, key=lambda r: r['value']) if refs else None
 
 # %% ../../nbs/09b0_publish_verdict.ipynb #8bc50625
 def card_verdicts(rows: list) -> list: # every row of one card (dicts with task, setting, kind; ours with per_unit)
-    "The rows, each `ours` row with its strongest baseline, Holm-adjusted one-sided p-values and its verdict."
+    "The rows, each `ours` row with its strongest baseline, Holm-adjusted p of being above it, and its verdict."
     refs = {}
     for r in rows:
         if r['kind'] == 'baseline': refs.setdefault((r.get('task'), r['setting']), []).append(r)
     ours = [r for r in rows if r['kind'] == 'ours']
-    tails = []
+    raw = []
     for r in ours:
         base = strongest_baseline(refs.get((r.get('task'), r['setting']), []))
         r.update(baseline=base['name'] if base else '', baseline_value=base['value'] if base else np.nan)
         tested = base is not None and not r.get('degenerate') and pd.notna(r.get('value'))
-        tails.append(baseline_tails(r.get('per_unit') or {}, base) if tested else (np.nan, np.nan))
-    adjusted = holm([p for t in tails for p in t]).reshape(-1, 2) if tails else np.zeros((0, 2))
-    for r, (up, down) in zip(ours, adjusted):
-        r.update(p_above=up, p_below=down, verdict='degenerate' if r.get('degenerate') else
-                 'above baseline' if up < LEVEL else 'below baseline' if down < LEVEL else 'at baseline')
+        raw.append(baseline_p(r.get('per_unit') or {}, base) if tested else np.nan)
+    for r, p in zip(ours, holm(raw) if raw else []):
+        below = pd.notna(p) and r['hi'] < r['baseline_value']
+        r.update(p_above=p, verdict='degenerate' if r.get('degenerate') else 'above baseline' if p < LEVEL
+                 else 'below baseline' if below else 'at baseline')
     return rows
 
 # %% ../../nbs/09b0_publish_verdict.ipynb #058f4451

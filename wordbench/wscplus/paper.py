@@ -48,10 +48,11 @@ def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` 
     for s, g in pd.concat([res, *twins]).groupby('strategy', sort=True):
         ok, spun = g[~g.failed.astype(bool)], s.endswith('-circular')
         neither = (ok.label == 2).astype(float).groupby(ok.id.astype(str)).mean()
-        out += [ours_row(s, g, EXAMPLE_FEATURE), ref_row(s, 'baseline', 'uniform random', 100 / 3 ** 3 if spun else 100 / 3),
+        out += [ours_row(s, g, EXAMPLE_FEATURE),
+                ref_row(s, 'baseline', 'uniform random', 100 / 3 ** 3 if spun else 100 / 3),
                 ref_row(s, 'baseline', 'always neither', 100 * neither.mean(), neither.to_dict()),
                 ref_row(s, 'baseline', 'majority per type', 100 * pd.Series(_type_majority(ok)).mean(),
-                        _type_majority(ok))]
+                        _type_majority(ok), trivial=False)]
         if spun: out.append(ref_row(s, 'baseline', 'same position', 0.0))
         if s in CARD_PAPER_STRATEGIES:
             out.append(ref_row(s, 'paper', 'GPT-4', PAPER_QUOTED[('GPT-4', 'all', 'all', 'accuracy')]))
