@@ -196,7 +196,7 @@ def _mark_headlines(rows: list, cards: dict, base: bool) -> None:
             a, b = mine[s]['per_unit'], mine[other]['per_unit']
             shared = sorted(set(a) & set(b))
             t = paired_units([a[u] for u in shared], [b[u] for u in shared], mde=False)
-            mine[s]['gap'] = (f"{s} - {other}: {100 * t['diff']:+.1f} points over {t['n']} units (won "
+            mine[s]['gap'] = (f"{s} - {other}: {100 * t['diff']:+.1f} points over {t['n']} {mine[s]['unit']} (won "
                               f"{t['wins_a']} / lost {t['wins_b']}, exact p = {t['p']:.2g})")
 
 def model_card(model: str, # the model name, as evaluated

@@ -66,7 +66,9 @@ def card_verdicts(rows: list) -> list: # every row of one card (dicts with task,
 # %% ../../nbs/09b0_publish_verdict.ipynb #058f4451
 def _cell_text(r) -> str:
     ci = f", {r['lo']:.1f} to {r['hi']:.1f}" if pd.notna(r.get('lo')) else ''
-    return f"{r['task']}: {r['setting']} {r['value']:.1f} ({r['verdict']}{ci}; {r['baseline']} {r['baseline_value']:.1f})"
+    why = f": {r['degenerate']}" if r['verdict'] == 'degenerate' and isinstance(r.get('degenerate'), str) else ''
+    return (f"{r['task']}: {r['setting']} {r['value']:.1f} ({r['verdict']}{why}{ci}; "
+            f"{r['baseline']} {r['baseline_value']:.1f})")
 
 def headline_rows(ours: pd.DataFrame, # the card's `ours` rows with `system`, `headline` (bool) and `verdict`
                   gaps: dict) -> pd.DataFrame: # system -> one sentence on the headline's gap, when it has one
