@@ -6,6 +6,7 @@
 from __future__ import annotations
 import pandas as pd
 from ..publish.card import Card, ours_row, ref_row, register_card
+from ..publish.artefacts import TRANSDUCTIVE_NOTE
 from .metrics import calibrate_scored, pmi_scored, with_artefacts
 from .prompts import EVAL_TEMPLATES, EVAL_SHOT_LINES
 
@@ -83,7 +84,8 @@ def wscplus_protocol(res: pd.DataFrame) -> dict: # one model's `wscplus` rows
 
 # %% ../../nbs/48_wscplus_paper.ipynb #16357635
 _METRIC = ("accuracy (%) over three answers; an unparsable reply is wrong; a scored strategy compares summed log-probs "
-           "of the answer digits; `-calibrated`: re-decided against each answer's mean probability over the items; "
+           "of the answer digits; `-calibrated`: re-decided against each answer's mean probability over the items "
+           f"({TRANSDUCTIVE_NOTE.rstrip('.')}); "
            "`-pmi`: against its log-prob after the template with no question; `-circular`: the three answers listed, "
            "right only if right in all three cyclic orders (CircularEval)")
 WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)', _METRIC,
