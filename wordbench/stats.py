@@ -12,8 +12,8 @@ from .core import stable_hash
 # %% auto #0
 __all__ = ['wilson_ci', 'exact_sign_flip_p', 'accuracy_table', 'bootstrap_ci', 'bootstrap_table', 'quartile_bins', 'mean_std',
            'paired_table', 'mcnemar_exact_p', 'mcnemar_power', 'power_curve', 'minimum_detectable_effect',
-           'paired_permutation_test', 'compare_correct', 'compare_models', 'unit_accuracy', 'paired_units',
-           'cohen_kappa', 'fleiss_kappa']
+           'paired_permutation_test', 'compare_correct', 'compare_models', 'unit_accuracy', 'sign_test_mde',
+           'paired_units', 'holm', 'binomial_tails', 'cohen_kappa', 'fleiss_kappa']
 
 # %% ../nbs/08_stats.ipynb #ca2a9372
 def wilson_ci(count, # successes (a number or an array; may be fractional)
@@ -235,32 +235,70 @@ def compare_models(results: pd.DataFrame, # a task's results: `model`, `correct`
 
 # %% ../nbs/08_stats.ipynb #f91d8835
 def unit_accuracy(correct, # per row: 1 right, 0 wrong (failed rows left out by the caller)
-                  units, # per row: the unit sampled (an item, a twin pair, a term)
+                  units, # per row: the unit sampled (an item, a twin sentence, a question)
                   alpha: float=0.05 # 1 - the coverage
                  ) -> dict:
-    "`value` (pooled accuracy), `lo`, `hi` (its Wilson interval over units), as proportions; `n`: the units."
-    correct, n = np.asarray(correct, dtype=float), len(set(np.asarray(units).tolist()))
-    value = float(correct.mean()) if len(correct) else np.nan
+    "`value` (mean of the per-unit accuracies), `lo`, `hi` (its Wilson interval over units), as proportions; `n`."
+    per = pd.Series(np.asarray(correct, dtype=float)).groupby(np.asarray(units)).mean()
+    n = len(per)
+    value = float(per.mean()) if n else np.nan
     lo, hi = wilson_ci(value * n if n else 0, n, alpha)
     return dict(value=value, lo=float(lo), hi=float(hi), n=n)
+
+# %% ../nbs/08_stats.ipynb #d2e4e75d
+def sign_test_mde(n: int, # units
+                  differing: float, # share of units on which the two sides differ (0 to 1)
+                  alpha: float=0.05, target: float=0.8, # the level and the power wanted
+                  step: float=0.0025) -> float: # grid step of Δ
+    "Smallest Δ = (won − lost) / n an exact two-sided sign test detects with power `target` (NaN: out of reach)."
+    from scipy.stats import binom
+    if n < 1 or differing <= 0: return float('nan')
+    d = np.arange(n + 1)
+    hi = np.array([next((w for w in range(k // 2 + 1, k + 1) if mcnemar_exact_p(k - w, w) <= alpha), k + 1)
+                   for k in d])
+    weight = binom.pmf(d, n, differing)
+    for delta in np.arange(step, differing + step / 2, step):
+        win = min(1.0, (differing + delta) / (2 * differing))
+        if float((weight * binom.sf(hi - 1, d, win)).sum()) >= target: return round(float(delta), 10)
+    return float('nan')
 
 # %% ../nbs/08_stats.ipynb #135a415d
 def paired_units(a, # side A's per-unit accuracy (proportions)
                  b, # side B's, same units in the same order
-                 mde: bool=True, # also the minimum detectable difference (80 % power)
-                 r: int=2000 # simulations per power estimate of the MDE search
+                 mde: bool=True # also the minimum detectable difference in accuracy (80 % power)
                 ) -> dict:
     "Exact sign test of paired per-unit accuracies: `n`, `diff` (A - B), units won by each, `p`, `mde`."
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     wins_a, wins_b, n = int((a > b).sum()), int((b > a).sum()), len(a)
-    agree = 1 - (wins_a + wins_b) / n if n else np.nan
     p = mcnemar_exact_p(wins_b, wins_a) if wins_a + wins_b else 1.0
     found = np.nan
-    if mde and n and agree < 1:
-        try: found = minimum_detectable_effect(max(a.mean(), b.mean()), agree, n, r=r)
-        except ValueError: pass   # fractional units can make the 2x2 table it builds invalid
+    if mde and wins_a + wins_b:
+        scale = float(np.abs(a - b)[a != b].mean())     # accuracy points per unit won or lost
+        found = sign_test_mde(n, (wins_a + wins_b) / n) * scale
     return dict(n=n, diff=float(a.mean() - b.mean()) if n else np.nan, wins_a=wins_a, wins_b=wins_b, p=float(p),
                 mde=float(found))
+
+# %% ../nbs/08_stats.ipynb #802c3d0d
+def holm(p) -> np.ndarray: # p-values (NaN: not tested)
+    "Holm-adjusted p-values, in the input order; NaN stays NaN and is not counted in the family."
+    p = np.asarray(p, dtype=float)
+    out, ok = np.full(p.shape, np.nan), np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind='stable')]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    return out
+
+# %% ../nbs/08_stats.ipynb #74f5424e
+def binomial_tails(k: float, # successes (the unit mean times n; may be fractional)
+                   n: int, # units
+                   rate: float) -> tuple[float, float]: # the fixed rate tested against (0 to 1)
+    "`(p_above, p_below)`: exact one-sided binomial p-values of k of n against `rate`."
+    from scipy.special import betainc
+    if n < 1: return (np.nan, np.nan)
+    k = min(max(float(k), 0.0), float(n))
+    above = 1.0 if k <= 0 else (0.0 if rate <= 0 else float(betainc(k, n - k + 1, min(rate, 1.0))))
+    below = 1.0 if k >= n else (0.0 if rate >= 1 else float(betainc(n - k, k + 1, 1 - max(rate, 0.0))))
+    return above, below
 
 # %% ../nbs/08_stats.ipynb #cb31c1b3
 def cohen_kappa(a: Sequence, # annotator A's label per item

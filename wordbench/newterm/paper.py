@@ -6,15 +6,15 @@
 from __future__ import annotations
 import numpy as np
 import pandas as pd
-from ..publish.card import Card, ours_row, ref_row, majority_row, register_card, degenerate
-from ..stats import paired_units
+from ..publish.card import Card, ours_row, ref_row, majority_row, register_card
 from .scores import PAPER_TABLE1, TASK_ORDER, TABLE1_COLUMNS
 from .items import CHOICES  # re-exported: `from wordbench.newterm.paper import CHOICES` works
 
 # %% auto #0
 __all__ = ['PAPER_SIZES', 'PAPER_LEARNED', 'PAPER_LEARNED_GAIN', 'PAPER_LEARNED_THRESHOLD', 'PAPER_CLEAN_SIZES', 'PAPER_DERIVED',
            'PAPER_SIZE_PAIRS', 'PAPER_UPDATES', 'PAPER_MISMATCHES', 'PAPER_MISMATCH_SHARES', 'CARD_MODELS',
-           'LL_DECISIONS', 'NEWTERM_CARDS', 'circular_chance', 'circular_cells', 'newterm_card_rows']
+           'LL_DECISIONS', 'TEMPLATE_FEATURE', 'NEWTERM_CARDS', 'circular_chance', 'circular_cells',
+           'newterm_card_rows', 'newterm_headline']
 
 # %% ../../nbs/28b_newterm_paper.ipynb #4aac3a0a
 PAPER_SIZES = {('2022', 'raw'): 900, ('2023', 'raw'): 900, ('2022', 'clean'): 744, ('2023', 'clean'): 715}  # items
@@ -63,6 +63,9 @@ LL_DECISIONS = {'summed log-prob': ('correct', 'pred'),  # card row -> (correct,
                 'per byte (acc_norm)': ('correct_norm', 'pred_norm'),
                 'PMI (log-prob minus prior)': ('correct_pmi', 'pred_pmi')}
 
+# %% ../../nbs/28b_newterm_paper.ipynb #ff21c9b3
+TEMPLATE_FEATURE = {'strategy': 'template'}   # the prompt feature a NewTerm cell pools over
+
 # %% ../../nbs/28b_newterm_paper.ipynb #ec96eda9
 def circular_chance(k: int) -> float: # options per item, all of them rotated
     "Chance (%) of answering all `k` rotations of a `k`-option item right by guessing: (1/k)^k."
@@ -74,13 +77,8 @@ def circular_cells(task: str, # 'COMA' or 'COST'
                    rows: pd.DataFrame) -> list[dict]: # its CircularEval rows (none: no cell)
     "The CircularEval cell: ours, guessing's chance of every rotation right, and a constant answer's 0."
     if rows.empty: return []
-    k = CHOICES[task]
-    s = f'{label}, CircularEval (all {k} rotations)'
-    ours = ours_row(s, rows)
-    per = pd.Series(ours['per_unit'], dtype=float)   # its test against the constant answer's 0, over terms
-    ours.update(p_majority=paired_units(per, per * 0, mde=False)['p'] if len(per) else np.nan)
-    ours['degenerate'] = degenerate(ours)
-    return [ours, ref_row(s, 'baseline', 'chance', circular_chance(k)),
+    s = f'{label}, CircularEval (all {CHOICES[task]} rotations)'
+    return [ours_row(s, rows), ref_row(s, 'baseline', 'chance', circular_chance(CHOICES[task])),
             ref_row(s, 'baseline', 'majority label', 0.0)]   # a constant letter: right on one rotation at most
 
 # %% ../../nbs/28b_newterm_paper.ipynb #94677d6c
@@ -97,13 +95,22 @@ def newterm_card_rows(task: str, # 'COMA', 'COST' or 'CSJ'
         for way, (c, p) in ways.items():
             s = f'{year} {setting} (clean)' + (f', {way}' if way else '')
             pick = g.assign(correct=g[c], pred=g[p]) if way else g
-            out += [ours_row(s, pick), ref_row(s, 'baseline', 'chance', 100 / CHOICES[task]),
+            out += [ours_row(s, pick, TEMPLATE_FEATURE), ref_row(s, 'baseline', 'chance', 100 / CHOICES[task]),
                     majority_row(s, g[~g.failed.astype(bool)])]
             if setting == 'base':
                 out += [ref_row(s, 'paper', m, PAPER_TABLE1[m][off + col]) for m in papers]
         same = spun & clean.year.eq(year) & clean.setting.eq(setting)
         out += circular_cells(task, f'{year} {setting} (clean)', clean[same])
     return out
+
+# %% ../../nbs/28b_newterm_paper.ipynb #e1c9fc9d
+def newterm_headline(ll: bool): # the card of a log-likelihood task
+    "The headline rule of a NewTerm card: its Base cells for the model kind its protocol suits."
+    def pick(settings: list, base: bool) -> list:
+        if ll != base: return []
+        want = ', summed log-prob' if ll else ''
+        return [(s, None) for s in settings if s.split(' (clean)')[0].endswith(' base') and s.endswith('(clean)' + want)]
+    return pick
 
 # %% ../../nbs/28b_newterm_paper.ipynb #2d6e40ba
 _LL_METRIC = ('; each cell three times: the answer with the highest summed log-prob, with the highest log-prob '
@@ -116,6 +123,6 @@ def _card(task: str, ll: bool) -> Card:
     how = 'log-likelihood of each answer' if ll else 'generated reply, parsed'
     metric = 'accuracy (%) on clean items, Base and Gold' + (_LL_METRIC if ll else '')
     rows = lambda res: newterm_card_rows(task, res)
-    return register_card(Card(name, f'NewTerm {task} ({how})', metric, rows))
+    return register_card(Card(name, f'NewTerm {task} ({how})', metric, rows, headline=newterm_headline(ll)))
 
 NEWTERM_CARDS = [_card(t, ll) for t in TASK_ORDER for ll in (False, True)]

@@ -4,16 +4,17 @@
 
 # %% ../../nbs/38a_probes_card.ipynb #ee0e311c
 from __future__ import annotations
-import functools
+import functools, json
+from collections import Counter
 import pandas as pd
-from ..publish.card import Card, ref_row, register_card
+from ..publish.card import Card, ours_row, ref_row, register_card
 from .paper import KNOWN_CAUSES
-from .published import PUBLISHED_MODELS, published_scores
-from .items import probe_items, frequency_baseline
-from .task import cloze_scores
+from .published import PUBLISHED_MODELS, published_scores, item_hits
+from .items import probe_items
 
 # %% auto #0
-__all__ = ['CARD_MODELS', 'CARD_MISATTRIBUTED', 'PROBES_CARD', 'card_paper_scores', 'probes_card_rows']
+__all__ = ['CARD_MODELS', 'CARD_MISATTRIBUTED', 'PROBES_CARD', 'card_paper_scores', 'cloze_cell', 'frequent_targets_row',
+           'probes_card_rows', 'probes_headline']
 
 # %% ../../nbs/38a_probes_card.ipynb #365ddf49
 CARD_MODELS = ('gpt2', 'gpt2-xl', 'roberta-large', 'gpt3')  # `PUBLISHED_MODELS` shown on a card
@@ -35,21 +36,43 @@ def card_paper_scores() -> pd.DataFrame:
     return out[keep].reset_index(drop=True)
 
 # %% ../../nbs/38a_probes_card.ipynb #2ade7f85
+def cloze_cell(rows: pd.DataFrame) -> pd.DataFrame: # `probes-cloze` rows of one dataset and strategy
+    "Its scored items (repeats counted once, as `cloze_scores`): id, target, `correct` (top-5, clean rule), `pred`."
+    ok = rows[~rows.failed.astype(bool)].rename(columns={'label': 'target'})
+    repeat = ok.id.map(probe_items(ok.dataset.iloc[0]).set_index('id').repeat).fillna(False).astype(bool)
+    words = [json.loads(w) for w in ok.words]
+    hits = item_hits(words, ok.assign(repeat=repeat), 'clean')
+    keep = (hits.scored & ~hits.repeat).values
+    top = [' / '.join([w for w in ws if w][:5]) for ws in words]
+    return pd.DataFrame({'task': 'probes-cloze', 'id': ok.id.values, 'target': ok.target.values, 'failed': False,
+                         'correct': hits.top5.astype(float).values, 'pred': top})[keep].reset_index(drop=True)
+
+def frequent_targets_row(setting: str, dataset: str, cell: pd.DataFrame) -> dict: # `cloze_cell`'s items
+    "The baseline that always lists the dataset's 5 most frequent scored targets, per item of the cell."
+    items = probe_items(dataset)
+    five = {t for t, _ in Counter(items[items.scored].target).most_common(5)}
+    per = {i: float(t in five) for i, t in zip(cell.id.astype(str), cell.target)}
+    return ref_row(setting, 'baseline', 'most frequent targets', 100 * sum(per.values()) / max(len(per), 1), per)
+
 def probes_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `probes-cloze` rows
-    "Per strategy and dataset: ours (Wilson interval), the most-frequent-targets baseline, the published models."
+    "Per strategy and dataset: ours (Wilson interval over items), the most-frequent-targets baseline, the papers."
     out, paper = [], card_paper_scores()
-    scores = cloze_scores(res, rules=['clean'])
-    for r in scores[scores.metric == 'top5'].itertuples():
-        s = f'{r.dataset} ({r.strategy})' if res.strategy.nunique() > 1 else r.dataset
-        out += [dict(setting=s, kind='ours', name='this model', value=r.value, lo=r.lo, hi=r.hi, n=int(r.n)),
-                ref_row(s, 'baseline', 'most frequent targets', frequency_baseline(probe_items(r.dataset))[5])]
+    for (strategy, dataset), g in res.groupby(['strategy', 'dataset'], sort=False):
+        s = f'{dataset} ({strategy})' if res.strategy.nunique() > 1 else dataset
+        cell = cloze_cell(g)
+        out += [ours_row(s, cell), frequent_targets_row(s, dataset, cell)]
         out += [dict(ref_row(s, 'paper', p.name, p.value), source=p.source)
-                for p in paper[paper.dataset == r.dataset].itertuples()]
+                for p in paper[paper.dataset == dataset].itertuples()]
     return out
+
+# %% ../../nbs/38a_probes_card.ipynb #b267a8aa
+def probes_headline(settings: list, base: bool) -> list: # the card's settings; a base model or not (unused)
+    "The 1,500-item sets."
+    return [(s, None) for s in settings if '-1500' in s.split(' ')[0]]
 
 # %% ../../nbs/38a_probes_card.ipynb #bcfb5471
 PROBES_CARD = register_card(Card('probes-cloze', 'Psycholinguistic probes (Shivagunde et al. 2023)',
                                  "top-5 accuracy (%) of the target word, scored items; the paper's models "
                                  'rescored under the same rule from their published prediction files '
                                  '(empty: none)',
-                                 probes_card_rows))
+                                 probes_card_rows, headline=probes_headline))

@@ -11,7 +11,8 @@ from .task import once_per_twin
 
 # %% auto #0
 __all__ = ['PAPER_CELLS', 'PAPER_TABLE2', 'PAPER_HUMAN', 'CARD_STRATEGIES', 'CARD_MODELS', 'WINODICT_CARD', 'PAPER_TABLE4',
-           'FOREIGN_CARD', 'PAPER_TABLE3', 'PAPER_TABLE1', 'paper_table2', 'winodict_card_rows', 'foreign_card_rows']
+           'FOREIGN_CARD', 'PAPER_TABLE3', 'PAPER_TABLE1', 'paper_table2', 'winodict_card_rows', 'winodict_headline',
+           'foreign_card_rows']
 
 # %% ../../nbs/17_winodict_paper.ipynb #98502752
 PAPER_CELLS = [(src, ds, k) for src in ('wsc', 'winogrande') for ds in ('winodict', 'original') for k in (0, 1, 5)]
@@ -64,9 +65,17 @@ def winodict_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `winodict
         out += [ref_row(s, 'paper', m, paper[(m, src, ds, k)]) for m in CARD_MODELS if (m, src, ds, k) in paper.index]
     return out
 
+# %% ../../nbs/17_winodict_paper.ipynb #c3b81638
+def winodict_headline(settings: list, # the card's settings, e.g. 'wsc winodict 5-shot'
+                      base: bool) -> list: # a base model (unused: the task scores options for every model)
+    "The synthetic-word Winograd cell at the most shots run, compared with the original words at those shots."
+    shots = [int(s.split()[-1].split('-')[0]) for s in settings if s.startswith('wsc winodict ')]
+    return [(f'wsc winodict {max(shots)}-shot', f'wsc original {max(shots)}-shot')] if shots else []
+
 # %% ../../nbs/17_winodict_paper.ipynb #b74a5645
 WINODICT_CARD = register_card(Card('winodict', 'WinoDict (Eisenschlos et al. 2023)',
-                                   'accuracy (%) on the two options, partial scoring', winodict_card_rows))
+                                   'accuracy (%) on the two options, partial scoring', winodict_card_rows,
+                                   headline=winodict_headline))
 
 # %% ../../nbs/17_winodict_paper.ipynb #5f8133da
 PAPER_TABLE4 = {'PaLM 540B': (68.7, 73.0, 76.0), 'GPT-3 Davinci': (61.0, 56.0, 68.0)}  # def_suffix at 0/1/5 shots

@@ -4,15 +4,15 @@
 
 # %% ../../nbs/48_wscplus_paper.ipynb #eeae08bd
 from __future__ import annotations
-import numpy as np
 import pandas as pd
-from ..stats import paired_units
-from ..publish.card import DEGENERATE_P, Card, ours_row, ref_row, register_card
-from .metrics import calibrate_scored, pmi_scored
+from ..publish.card import Card, ours_row, ref_row, register_card
+from ..publish.artefacts import TRANSDUCTIVE_NOTE
+from .metrics import calibrate_scored, pmi_scored, with_artefacts
+from .prompts import EVAL_TEMPLATES, EVAL_SHOT_LINES
 
 # %% auto #0
-__all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'PAPER_TABLE2', 'PAPER_TABLE5', 'CARD_PAPER_STRATEGIES', 'WSCPLUS_CARD',
-           'same_position_check', 'wscplus_card_rows']
+__all__ = ['PAPER_QUOTED', 'PAPER_HUMAN', 'PAPER_TABLE2', 'PAPER_TABLE5', 'CARD_PAPER_STRATEGIES', 'EXAMPLE_FEATURE',
+           'WSCPLUS_CARD', 'wscplus_card_rows', 'wscplus_headline', 'wscplus_protocol']
 
 # %% ../../nbs/48_wscplus_paper.ipynb #b4792e95
 PAPER_QUOTED = {('GPT-4', 'all', 'all', 'accuracy'): 68.7,        # ToE prompt, all items
@@ -33,37 +33,60 @@ PAPER_TABLE5 = {'Traditional': (3800, 1364), 'Ambiguous': (1060, 534), 'Offensiv
 CARD_PAPER_STRATEGIES = ('toe-paper',)  # strategies that run the paper's ToE template (GPT-4's number applies)
 
 # %% ../../nbs/48_wscplus_paper.ipynb #aeca1ea2
-def same_position_check(ours: dict # `ours_row`'s row of an option-order cell
-                       ) -> dict:
-    "The row with its test against the same-position baseline (0) added to its degenerate reasons."
-    per = pd.Series(ours['per_unit'], dtype=float)
-    p = paired_units(per, per * 0, mde=False)['p'] if len(per) else np.nan
-    why = f'no different from the same position every time (p = {p:.2f})' if p >= DEGENERATE_P else ''
-    return dict(ours, p_same_position=p, degenerate='; '.join(w for w in (ours['degenerate'], why) if w))
+EXAMPLE_FEATURE = {'example_order': 'example order'}   # the prompt feature a WSC+ cell is tested on
 
 # %% ../../nbs/48_wscplus_paper.ipynb #b792346f
+def _type_majority(ok: pd.DataFrame) -> dict:
+    "Per item: 1 when its label is the most frequent label of its type (ties: the smallest label)."
+    right = pd.concat([t.label == t.label.value_counts().sort_index().idxmax() for _, t in ok.groupby('type')])
+    return right.astype(float).groupby(ok.id.astype(str).reindex(right.index)).mean().to_dict()
+
 def wscplus_card_rows(res: pd.DataFrame) -> list[dict]: # one model's `wscplus` rows
     "Per strategy and twin (calibrated, PMI): ours, random, always 'neither', majority per type, GPT-4 (ToE), people."
     out, scored = [], {'protocol', 'logprob0'} <= set(res.columns)
+    if {'template', 'reply', 'protocol', 'prompt_hash'} <= set(res.columns): res = with_artefacts(res)
     twins = [calibrate_scored(res), pmi_scored(res)] if scored else []
     for s, g in pd.concat([res, *twins]).groupby('strategy', sort=True):
         ok, spun = g[~g.failed.astype(bool)], s.endswith('-circular')
-        per_type = sum(int((t.label == t.label.value_counts().sort_index().idxmax()).sum())
-                       for _, t in ok.groupby('type'))
-        ours = same_position_check(ours_row(s, g)) if spun else ours_row(s, g)
-        out += [ours, ref_row(s, 'baseline', 'uniform random', 100 / 3 ** 3 if spun else 100 / 3),
-                ref_row(s, 'baseline', 'always neither', 100 * (ok.label == 2).mean() if len(ok) else float('nan')),
-                ref_row(s, 'baseline', 'majority per type', 100 * per_type / len(ok) if len(ok) else float('nan'))]
+        neither = (ok.label == 2).astype(float).groupby(ok.id.astype(str)).mean()
+        out += [ours_row(s, g, EXAMPLE_FEATURE),
+                ref_row(s, 'baseline', 'uniform random', 100 / 3 ** 3 if spun else 100 / 3),
+                ref_row(s, 'baseline', 'always neither', 100 * neither.mean(), neither.to_dict()),
+                ref_row(s, 'baseline', 'majority per type', 100 * pd.Series(_type_majority(ok)).mean(),
+                        _type_majority(ok), trivial=False)]
         if spun: out.append(ref_row(s, 'baseline', 'same position', 0.0))
         if s in CARD_PAPER_STRATEGIES:
             out.append(ref_row(s, 'paper', 'GPT-4', PAPER_QUOTED[('GPT-4', 'all', 'all', 'accuracy')]))
         out.append(ref_row(s, 'paper', 'people', PAPER_HUMAN['all']))
     return out
 
+# %% ../../nbs/48_wscplus_paper.ipynb #96c3b95f
+def wscplus_headline(settings: list, base: bool) -> list: # the card's settings; a base model or not
+    "The paper's ToE template: scored for a base model, generated for a chat model."
+    want = 'toe-paper-scored' if base else 'toe-paper'
+    return [(want, None)] if want in settings else []
+
+def _by(values: dict) -> str:
+    "'3 (cot, few-shot); 0 (zero-shot)': strategies grouped by their value."
+    groups = {}
+    for k, v in sorted(values.items()): groups.setdefault(v, []).append(k)
+    return '; '.join(f"{v} ({', '.join(ks)})" for v, ks in groups.items())
+
+def wscplus_protocol(res: pd.DataFrame) -> dict: # one model's `wscplus` rows
+    "Worked examples shown per strategy, and the reply cap (max tokens) of each generative strategy."
+    n = {'none': '0', 'plain': str(len(EVAL_SHOT_LINES)), 'steps': str(len(EVAL_SHOT_LINES)), 'tree': '1',
+         'paper': "the paper's own"}
+    pairs = res[['strategy', 'template', 'protocol']].drop_duplicates()
+    gen = pairs[pairs.protocol.isin(['generate', 'sc'])]
+    return {'shots': 'worked examples: ' + _by({s: n[EVAL_TEMPLATES[t].examples] for s, t in zip(pairs.strategy,
+                                                                                           pairs.template)}),
+            'reply_cap': _by({s: str(EVAL_TEMPLATES[t].max_tokens) for s, t in zip(gen.strategy, gen.template)})}
+
 # %% ../../nbs/48_wscplus_paper.ipynb #16357635
 _METRIC = ("accuracy (%) over three answers; an unparsable reply is wrong; a scored strategy compares summed log-probs "
-           "of the answer digits; `-calibrated`: re-decided against each answer's mean probability over the items; "
+           "of the answer digits; `-calibrated`: re-decided against each answer's mean probability over the items "
+           f"({TRANSDUCTIVE_NOTE.rstrip('.')}); "
            "`-pmi`: against its log-prob after the template with no question; `-circular`: the three answers listed, "
            "right only if right in all three cyclic orders (CircularEval)")
 WSCPLUS_CARD = register_card(Card('wscplus', 'WSC+ (pronoun resolution with a neither option)', _METRIC,
-                                  wscplus_card_rows))
+                                  wscplus_card_rows, headline=wscplus_headline, protocol=wscplus_protocol))
