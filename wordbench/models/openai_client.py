@@ -19,7 +19,7 @@ from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prob
                                               sampling_fields, next_top_logprobs)
 
 # %% auto #0
-__all__ = ['DEFAULT_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
+__all__ = ['DEFAULT_CONCURRENCY', 'BATCHING_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
 
 # %% ../../nbs/03f_models_openai_client.ipynb #ab3bde25
 def offline_tokenizer(model: str) -> str|None:
@@ -118,12 +118,15 @@ class OpenAILM(LM):
 
 # %% ../../nbs/03f_models_openai_client.ipynb #465b5f89
 DEFAULT_CONCURRENCY = 64   # requests in flight when neither the user nor the server says how many
+BATCHING_CONCURRENCY = 256   # the same for an engine that batches (vLLM, SGLang): vLLM's default `max_num_seqs`
 
 @patch
 def _workers(self: OpenAILM) -> int:
-    "Requests in flight at most: `max_concurrency` or else the server's slots or else 64, never above the slots."
+    ("Requests in flight at most: `max_concurrency` or else the server's slots or else `BATCHING_CONCURRENCY` "
+     "(vLLM, SGLang) or `DEFAULT_CONCURRENCY`, never above the slots.")
     slots = self.endpoint.slots
-    n = self.max_concurrency or slots or DEFAULT_CONCURRENCY
+    batching = BATCHING_CONCURRENCY if self.endpoint.server in ('vllm', 'sglang') else DEFAULT_CONCURRENCY
+    n = self.max_concurrency or slots or batching
     return max(1, min(n, slots) if slots else n)
 
 # %% ../../nbs/03f_models_openai_client.ipynb #86f136a9
@@ -282,7 +285,7 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
     tok, window = self._tokenizer(), self.endpoint.max_model_len
     pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
     def run(batch):
-        try: rows = batch_logprobs(self._send, [pairs[i][0] + pairs[i][1] for i in batch], mode)
+        try: rows = batch_logprobs(self._send_json, [pairs[i][0] + pairs[i][1] for i in batch], mode)
         except FATAL: raise
         except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
             if len(batch) > 1: return run(batch[:len(batch) // 2]) + run(batch[len(batch) // 2:])
@@ -298,6 +301,13 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
     todo, step = sorted(set(range(len(pairs))) - set(over)), max(1, self.batch_size)
     batches = [todo[i:i + step] for i in range(0, len(todo), step)]
     for b, got in self._imap(run, batches): yield from zip(batches[b], got)
+
+# %% ../../nbs/03f_models_openai_client.ipynb #a7c0d5e2
+@patch
+def _send_json(self: OpenAILM, **fields) -> dict:
+    "`_send` to `/completions`, its reply as plain JSON (no `openai` object per token); the same retries and errors."
+    raw = self._retry(self.client.completions.with_raw_response.create, model=self.model, **fields)
+    return raw.http_response.json()
 
 # %% ../../nbs/03f_models_openai_client.ipynb #942aa1c9
 @patch
