@@ -8,6 +8,7 @@ import pytest
 from wordbench.models.lm import get_lm, LoglikelihoodRequest, LMFailure
 import wordbench.models.openai_endpoint as openai_endpoint
 from wordbench.models.openai_endpoint import Endpoint
+from wordbench.models.openai_transport import json_replies
 from fixtures.vllm_standin import StandIn
 from fixtures.capacity_standin import CapacityStandIn
 
@@ -62,7 +63,7 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
 
 @pytest.mark.parametrize('engine,mode', [('vllm', 'echo'), ('vllm', 'prompt_logprobs'), ('sglang', 'echo')])
 def test_raw_json_equals_sdk(smol, winodict_requests, engine, mode):
-    "Scoring replies read as plain JSON (`_send_json`) give the very `(logprob, is_greedy)` the SDK's objects give."
+    "Scoring replies read as plain JSON (`json_replies`) give the very `(logprob, is_greedy)` the SDK's objects give."
     from engine_standins import EngineStandIn
     from wordbench.models.hf_common import encode_pair
     from wordbench.models.openai_endpoint import batch_logprobs
@@ -73,9 +74,10 @@ def test_raw_json_equals_sdk(smol, winodict_requests, engine, mode):
     with EngineStandIn(smol.model, smol.tokenizer, engine=engine, max_batch=8, max_model_len=1024) as srv:
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', max_retries=0,
                     endpoint=Endpoint(server=engine, prompt_logprobs=mode, token_ids=True))
-        reply = lm._send_json(prompt=prompts[:2], max_tokens=1, temperature=0.0, echo=True, logprobs=1)
+        send_json = lambda **f: lm._retry(json_replies(lm.client.completions), model=lm.model, **f)
+        reply = send_json(prompt=prompts[:2], max_tokens=1, temperature=0.0, echo=True, logprobs=1)
         sdk = [batch_logprobs(lm._send, prompts[i:i + 8], mode) for i in range(0, len(prompts), 8)]
-        raw = [batch_logprobs(lm._send_json, prompts[i:i + 8], mode) for i in range(0, len(prompts), 8)]
+        raw = [batch_logprobs(send_json, prompts[i:i + 8], mode) for i in range(0, len(prompts), 8)]
     assert type(reply) is dict and type(reply['choices'][0]['logprobs']['token_logprobs'][1]) is float
     assert raw == sdk and len(raw) == -(-len(prompts) // 8)
     flags = [g for rows in raw for row in rows for _, g in row[1:]]
@@ -95,7 +97,8 @@ def test_vllm_scores_without_echo(smol, engine):
         out = lm.loglikelihood(reqs)
         body, = srv.bodies[probed:]
         ids = body['prompt']
-        sizes = [len(json.dumps(lm._send_json(prompt=ids, max_tokens=1, temperature=0.0, **kw)))
+        send_json = lambda **f: lm._retry(json_replies(lm.client.completions), model=lm.model, **f)
+        sizes = [len(json.dumps(send_json(prompt=ids, max_tokens=1, temperature=0.0, **kw)))
                  for kw in (dict(extra_body={'prompt_logprobs': 1}), dict(echo=True, logprobs=1))]
     want = 'prompt_logprobs' if engine == 'vllm' else 'echo'
     assert lm.endpoint.prompt_logprobs == want and not lm.failures

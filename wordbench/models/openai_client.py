@@ -283,9 +283,11 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
     ("`(index, (logprob, is_greedy))` from token-id prompts, `batch_size` a request, as batches finish, each batch "
      "tokenized when the pool takes it; a prompt over the server's window, or one it refuses, fails alone "
      "(`LMFailure`); a batch that fails otherwise fails whole.")
+    from wordbench.models.openai_transport import json_replies   # replies as JSON: no object per token
     tok, window, step = self._tokenizer(), self.endpoint.max_model_len, max(1, self.batch_size)
+    send = lambda **fields: self._retry(json_replies(self.client.completions), model=self.model, **fields)
     def score(fit):   # [(index, context ids, continuation ids)]: one request, split to find a refused prompt
-        try: rows = batch_logprobs(self._send_json, [c + d for _, c, d in fit], mode)
+        try: rows = batch_logprobs(send, [c + d for _, c, d in fit], mode)
         except FATAL: raise
         except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
             if len(fit) > 1: return score(fit[:len(fit) // 2]) + score(fit[len(fit) // 2:])
@@ -306,13 +308,6 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
             yield [(i, *encode_pair(tok, r.context, r.continuation))
                    for i, r in enumerate(requests[start:start + step], start)]
     for _, got in self._imap(run, batches()): yield from got
-
-# %% ../../nbs/03f_models_openai_client.ipynb #a7c0d5e2
-@patch
-def _send_json(self: OpenAILM, **fields) -> dict:
-    "`_send` to `/completions`, its reply as plain JSON (no `openai` object per token); the same retries and errors."
-    raw = self._retry(self.client.completions.with_raw_response.create, model=self.model, **fields)
-    return raw.http_response.json()
 
 # %% ../../nbs/03f_models_openai_client.ipynb #942aa1c9
 @patch
