@@ -120,6 +120,8 @@ class EngineStandIn(StandIn):
         prompts = _prompts(body['prompt'], self.tok)
         self.check(body, prompts)
         if self.engine != 'vllm': body = {k: v for k, v in body.items() if k != 'prompt_logprobs'}
+        elif body.get('echo') and body.get('prompt_logprobs') is None:   # vLLM: echo asks prompt_logprobs too,
+            body = dict(body, prompt_logprobs=body.get('logprobs'))      # attached to every choice beside `logprobs`
         out = super().complete(body)   # each choice through `finish`
         for choice in out['choices']:
             if self.engine == 'sglang' and choice['logprobs']: self.sglang_logprobs(choice['logprobs'],

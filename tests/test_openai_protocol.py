@@ -3,11 +3,12 @@ against a local stand-in that answers with what a fixed-weight tiny Llama over S
 equal the `hf` backend's on the same model; a slow one-slot server computes every request once. Against a stand-in
 of fixed capacity (S slots, sleep per token): the pool is sized from the slots and keeps them busy, a queue wait is
 never a timeout, and a run stopped half-way keeps what finished."""
-import time
+import json, time
 import pytest
 from wordbench.models.lm import get_lm, LoglikelihoodRequest, LMFailure
 import wordbench.models.openai_endpoint as openai_endpoint
 from wordbench.models.openai_endpoint import Endpoint
+from wordbench.models.openai_transport import json_replies
 from fixtures.vllm_standin import StandIn
 from fixtures.capacity_standin import CapacityStandIn
 
@@ -46,7 +47,7 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
         lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=5,
                     max_concurrency=3)
         if mode == 'prompt_logprobs':   # a server that refuses echo on token ids: vLLM's own field is used
-            monkeypatch.setattr(openai_endpoint, '_probe_ids', lambda p: 'prompt_logprobs')
+            monkeypatch.setattr(openai_endpoint, '_probe_ids', lambda p, server=None: 'prompt_logprobs')
         assert lm.endpoint.prompt_logprobs == mode   # probed first: its self-check on token ids sends a batch too
         probed = len(srv.bodies)
         out = lm.loglikelihood(reqs)
@@ -59,6 +60,52 @@ def test_scores_equal_hf(smol, winodict_requests, mode, monkeypatch):
     assert all(b['temperature'] == 0 and b['max_tokens'] == 1 for b in scoring)
     assert all(b.get('echo') is True for b in scoring) if mode == 'echo' else all(b['prompt_logprobs'] == 1
                                                                                  for b in scoring)
+
+@pytest.mark.parametrize('engine,mode', [('vllm', 'echo'), ('vllm', 'prompt_logprobs'), ('sglang', 'echo')])
+def test_raw_json_equals_sdk(smol, winodict_requests, engine, mode):
+    "Scoring replies read as plain JSON (`json_replies`) give the very `(logprob, is_greedy)` the SDK's objects give."
+    from engine_standins import EngineStandIn
+    from wordbench.models.hf_common import encode_pair
+    from wordbench.models.openai_endpoint import batch_logprobs
+    import torch
+    prompts = [sum(encode_pair(smol.tokenizer, r.context, r.continuation), []) for g in winodict_requests for r in g]
+    greedy = smol.model.generate(torch.tensor([prompts[0][:6]]), max_new_tokens=6, do_sample=False)[0].tolist()
+    prompts.insert(3, greedy)   # a prompt whose last 6 tokens are each the model's first choice
+    with EngineStandIn(smol.model, smol.tokenizer, engine=engine, max_batch=8, max_model_len=1024) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', max_retries=0,
+                    endpoint=Endpoint(server=engine, prompt_logprobs=mode, token_ids=True))
+        send_json = lambda **f: lm._retry(json_replies(lm.client.completions), model=lm.model, **f)
+        reply = send_json(prompt=prompts[:2], max_tokens=1, temperature=0.0, echo=True, logprobs=1)
+        sdk = [batch_logprobs(lm._send, prompts[i:i + 8], mode) for i in range(0, len(prompts), 8)]
+        raw = [batch_logprobs(send_json, prompts[i:i + 8], mode) for i in range(0, len(prompts), 8)]
+    assert type(reply) is dict and type(reply['choices'][0]['logprobs']['token_logprobs'][1]) is float
+    assert raw == sdk and len(raw) == -(-len(prompts) // 8)
+    flags = [g for rows in raw for row in rows for _, g in row[1:]]
+    assert sum(flags) and not all(flags) and len(flags) == sum(len(p) - 1 for p in prompts)   # both kinds, each token
+
+@pytest.mark.parametrize('engine', ['vllm', 'sglang'])
+def test_vllm_scores_without_echo(smol, engine):
+    ("The probe picks vLLM's `prompt_logprobs` (no echo: each log-prob sent once, a smaller reply) and SGLang's echo; "
+     "both engines get `BATCHING_CONCURRENCY` requests in flight, not the 64 of an unknown server.")
+    from engine_standins import EngineStandIn
+    from wordbench.models.openai_client import BATCHING_CONCURRENCY, DEFAULT_CONCURRENCY
+    reqs = [LoglikelihoodRequest('The cat sat on', ' the mat'), LoglikelihoodRequest('Once upon a', ' time')]
+    with EngineStandIn(smol.model, smol.tokenizer, engine=engine, max_model_len=1024) as srv:
+        lm = get_lm('openai', 'standin', base_url=srv.base_url, tokenizer='smollm2-135m', batch_size=2)
+        lm.require({LoglikelihoodRequest})
+        probed = len(srv.bodies)
+        out = lm.loglikelihood(reqs)
+        body, = srv.bodies[probed:]
+        ids = body['prompt']
+        send_json = lambda **f: lm._retry(json_replies(lm.client.completions), model=lm.model, **f)
+        sizes = [len(json.dumps(send_json(prompt=ids, max_tokens=1, temperature=0.0, **kw)))
+                 for kw in (dict(extra_body={'prompt_logprobs': 1}), dict(echo=True, logprobs=1))]
+    want = 'prompt_logprobs' if engine == 'vllm' else 'echo'
+    assert lm.endpoint.prompt_logprobs == want and not lm.failures
+    assert max(abs(a[0] - b[0]) for a, b in zip(out, smol.loglikelihood(reqs))) < 1e-4
+    assert ('echo' in body, 'prompt_logprobs' in body) == ((False, True) if engine == 'vllm' else (True, False))
+    assert lm._workers() == BATCHING_CONCURRENCY > DEFAULT_CONCURRENCY
+    if engine == 'vllm': assert sizes[0] < 0.75 * sizes[1]   # vLLM's echo reply carries prompt_logprobs as well
 
 def test_count_tokens_matches_hf(smol):
     lm = get_lm('openai', 'x', base_url='http://127.0.0.1:9/v1', tokenizer='smollm2-135m')

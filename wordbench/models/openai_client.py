@@ -19,7 +19,7 @@ from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prob
                                               sampling_fields, next_top_logprobs, served_identity, UNKNOWN)
 
 # %% auto #0
-__all__ = ['DEFAULT_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
+__all__ = ['DEFAULT_CONCURRENCY', 'BATCHING_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
 
 # %% ../../nbs/03f_models_openai_client.ipynb #ab3bde25
 def offline_tokenizer(model: str) -> str|None:
@@ -124,19 +124,22 @@ class OpenAILM(LM):
 
 # %% ../../nbs/03f_models_openai_client.ipynb #465b5f89
 DEFAULT_CONCURRENCY = 64   # requests in flight when neither the user nor the server says how many
+BATCHING_CONCURRENCY = 256   # the same for an engine that batches (vLLM, SGLang): vLLM's default `max_num_seqs`
 
 @patch
 def _workers(self: OpenAILM) -> int:
-    "Requests in flight at most: `max_concurrency` or else the server's slots or else 64, never above the slots."
+    ("Requests in flight at most: `max_concurrency` or else the server's slots or else `BATCHING_CONCURRENCY` "
+     "(vLLM, SGLang) or `DEFAULT_CONCURRENCY`, never above the slots.")
     slots = self.endpoint.slots
-    n = self.max_concurrency or slots or DEFAULT_CONCURRENCY
+    batching = BATCHING_CONCURRENCY if self.endpoint.server in ('vllm', 'sglang') else DEFAULT_CONCURRENCY
+    n = self.max_concurrency or slots or batching
     return max(1, min(n, slots) if slots else n)
 
 # %% ../../nbs/03f_models_openai_client.ipynb #86f136a9
 @patch
 def _imap(self: OpenAILM, fn, items) -> Iterator[tuple[int, object]]:
     "`(i, fn(items[i]))` as each finishes, through this backend's one pool; the rest cancelled if the caller stops."
-    items, workers = list(items), self._workers()
+    workers = self._workers()   # `items` is read only as the pool takes them: it may be a generator
     with self._lock:
         if self._pool is None or self._pool._max_workers != workers:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix='wordbench-openai')
@@ -281,27 +284,34 @@ def require(self: OpenAILM, kinds) -> None:
 # %% ../../nbs/03f_models_openai_client.ipynb #b558c236
 @patch
 def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int, object]]:
-    ("`(index, (logprob, is_greedy))` from token-id prompts, `batch_size` a request, as batches finish; a prompt over "
-     "the server's window, or one it refuses, fails alone (`LMFailure`); a batch that fails otherwise fails whole.")
-    tok, window = self._tokenizer(), self.endpoint.max_model_len
-    pairs = [encode_pair(tok, r.context, r.continuation) for r in requests]
-    def run(batch):
-        try: rows = batch_logprobs(self._send, [pairs[i][0] + pairs[i][1] for i in batch], mode)
+    ("`(index, (logprob, is_greedy))` from token-id prompts, `batch_size` a request, as batches finish, each batch "
+     "tokenized when the pool takes it; a prompt over the server's window, or one it refuses, fails alone "
+     "(`LMFailure`); a batch that fails otherwise fails whole.")
+    from wordbench.models.openai_transport import json_replies   # replies as JSON: no object per token
+    tok, window, step = self._tokenizer(), self.endpoint.max_model_len, max(1, self.batch_size)
+    send = lambda **fields: self._retry(json_replies(self.client.completions), model=self.model, **fields)
+    def score(fit):   # [(index, context ids, continuation ids)]: one request, split to find a refused prompt
+        try: rows = batch_logprobs(send, [c + d for _, c, d in fit], mode)
         except FATAL: raise
         except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
-            if len(batch) > 1: return run(batch[:len(batch) // 2]) + run(batch[len(batch) // 2:])
-            return [self._fail(f'{type(e).__name__}: {e}')]
+            if len(fit) > 1: return score(fit[:len(fit) // 2]) + score(fit[len(fit) // 2:])
+            return [(fit[0][0], self._fail(f'{type(e).__name__}: {e}'))]
         except (openai.APIError, LogprobAlignmentError) as e:
-            return [self._fail(f'{type(e).__name__}: {e}')] * len(batch)
-        cont = [row[len(pairs[i][0]):] for i, row in zip(batch, rows)]
-        return [(sum(lp for lp, _ in c), all(g for _, g in c)) for c in cont]
-    n = [len(c) + len(d) for c, d in pairs]
-    over = [i for i in range(len(pairs)) if window and n[i] >= window]   # refused here, one by one, with the reason
-    for i in over: yield i, self._fail(f"a prompt of {n[i]} tokens does not fit the server's window of {window} "
-                                       'tokens (max_model_len; one more is generated)')
-    todo, step = sorted(set(range(len(pairs))) - set(over)), max(1, self.batch_size)
-    batches = [todo[i:i + step] for i in range(0, len(todo), step)]
-    for b, got in self._imap(run, batches): yield from zip(batches[b], got)
+            fail = self._fail(f'{type(e).__name__}: {e}')
+            return [(i, fail) for i, _, _ in fit]
+        cont = [(i, row[len(c):]) for (i, c, _), row in zip(fit, rows)]
+        return [(i, (sum(lp for lp, _ in r), all(g for _, g in r))) for i, r in cont]
+    def run(batch):   # a prompt that does not fit the window is refused here, alone, with the reason
+        fits = lambda c, d: not window or len(c) + len(d) < window
+        over = [(i, self._fail(f"a prompt of {len(c) + len(d)} tokens does not fit the server's window of {window} "
+                               'tokens (max_model_len; one more is generated)')) for i, c, d in batch if not fits(c, d)]
+        fit = [(i, c, d) for i, c, d in batch if fits(c, d)]
+        return over + (score(fit) if fit else [])
+    def batches():   # tokenized as the pool takes them: the first requests leave before the last are tokenized
+        for start in range(0, len(requests), step):
+            yield [(i, *encode_pair(tok, r.context, r.continuation))
+                   for i, r in enumerate(requests[start:start + step], start)]
+    for _, got in self._imap(run, batches()): yield from got
 
 # %% ../../nbs/03f_models_openai_client.ipynb #942aa1c9
 @patch

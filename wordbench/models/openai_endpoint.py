@@ -285,9 +285,11 @@ def prompt_positions(choice: dict, # one choice of a completions response, as JS
     rows = choice.get('prompt_logprobs')
     if not rows or len(rows) != len(ids):
         raise LogprobAlignmentError(f'prompt_logprobs gave {len(rows or [])} entries for a {len(ids)}-token prompt')
-    best = lambda row: max(v['logprob'] for v in row.values())
-    return [None] + [(row[str(t)]['logprob'], row[str(t)]['logprob'] >= best(row) - 1e-6)
-                     for t, row in zip(ids[1:], rows[1:])]
+    out = [None]
+    for t, row in zip(ids[1:], rows[1:]):   # the token's own entry, and the best of the row (it and the top k)
+        lp = row[str(t)]['logprob']
+        out.append((lp, lp >= max(v['logprob'] for v in row.values()) - 1e-6))
+    return out
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #2ecc7ca7
 def finish_reason(choice: dict, # one choice of a completions or chat response, as JSON
@@ -393,21 +395,23 @@ def check_logprob_alignment(p: Prober, # the backend's way to its endpoint
     return rows
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #4e0dda70
-def batch_logprobs(send, # `send(**fields) -> reply`: one retried request (`Prober.send`)
+def batch_logprobs(send, # `send(**fields) -> reply`: one retried request (`Prober.send`); the reply as JSON or
+                         # as the `openai` client's object
                    prompts: list, # token-id prompts, sent in one request
                    mode: str) -> list: # 'echo' or 'prompt_logprobs'
     "Per prompt, `prompt_positions` of its tokens, from one `/v1/completions` request through `send`."
     kw = dict(echo=True, logprobs=1) if mode == 'echo' else dict(extra_body={'prompt_logprobs': 1})
     out = send(prompt=prompts, max_tokens=1, temperature=0.0, **kw)
-    choices = sorted(out.model_dump()['choices'], key=lambda c: c['index'])
+    choices = sorted((out if isinstance(out, dict) else out.model_dump())['choices'], key=lambda c: c['index'])
     if len(choices) != len(prompts):
         raise LogprobAlignmentError(f'{len(prompts)} prompts in one request gave {len(choices)} choices')
     return [prompt_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
 
-def _probe_ids(p: Prober) -> str|None:
-    "How the endpoint gives log-probs of token-id prompts: 'echo', 'prompt_logprobs' or None (it takes no ids)."
+def _probe_ids(p: Prober, server: str|None=None) -> str|None:
+    ("How the endpoint gives log-probs of token-id prompts: 'echo', 'prompt_logprobs' (asked first of vLLM) or None "
+     "(it takes no ids).")
     ids = [p.ids.pair(a, b) for a, b in (('The cat sat on', ' the mat'), ('Once upon', ' a time'))]
-    for mode in ('echo', 'prompt_logprobs'):
+    for mode in ('prompt_logprobs', 'echo') if server == 'vllm' else ('echo', 'prompt_logprobs'):
         try: rows = batch_logprobs(p.send, [c + d for c, d in ids], mode)
         except (openai.BadRequestError, openai.UnprocessableEntityError, LogprobAlignmentError, KeyError,
                 TypeError, ValueError): continue
@@ -445,7 +449,7 @@ def _scoring_mode(p: Prober, server: str|None) -> str:
      "else 'echo-text'; `LogprobAlignmentError` naming the quirk and the fix when it gives none to trust.")
     if server in KNOWN_QUIRKS:
         raise LogprobAlignmentError(f'{p.name} is {server}: {KNOWN_QUIRKS[server]}', LOGPROB_FIX)
-    mode = _probe_ids(p) if p.ids is not None else None
+    mode = _probe_ids(p, server) if p.ids is not None else None
     if p.ids is not None and mode is None:
         _log.warning('%s: token-id prompts give no prompt log-probs; scoring text prompts', p.name)
     check = partial(check_id_alignment, p, mode) if mode else partial(check_logprob_alignment, p)

@@ -10,7 +10,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from ..core import UserError, ServerError
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'jittered_backoff', 'retry_policy', 'server_errors']
+__all__ = ['RETRYABLE', 'FATAL', 'jittered_backoff', 'retry_policy', 'server_errors', 'json_replies']
 
 # %% ../../nbs/03d_models_openai_transport.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -68,3 +68,8 @@ def server_errors(method):
         except UserError: raise   # `LogprobAlignmentError` is a `ServerError` already
         except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
     return wrapped
+
+# %% ../../nbs/03d_models_openai_transport.ipynb #d5a0e002
+def json_replies(api): # an `openai` client's resource, e.g. `client.completions`
+    "`api.create`, its reply as plain JSON (a dict): the raw-response route, so no `openai` object is built per token."
+    return lambda **fields: api.with_raw_response.create(**fields).http_response.json()
