@@ -61,7 +61,7 @@ def test_identity_names_what_each_engine_reports(tiny):
     assert got['vllm']['tmpl'] == got['vllm-dev']['tmpl'] == stable_hash(rendered)[:12]
     assert (got['sglang']['tmpl'], got['llama.cpp']['tmpl']) == (stable_hash('chatml')[:12],
                                                                  stable_hash('{{ messages }}')[:12])
-    assert (got['vllm']['serves'], got['llama.cpp']['serves']) == ('ids+prompt_logprobs', 'ids')   # llama.cpp: no scoring
+    assert (got['vllm']['serves'], got['llama.cpp']['serves']) == ('ids+prompt_logprobs', 'ids')   # llama.cpp: none
 
 
 def test_declared_dtype(tiny):
