@@ -119,14 +119,17 @@ def _vllm_facts(base_url: str, model: str) -> dict:
     ("vLLM: `GET /version` (vllm/entrypoints/serve/instrumentator/basic.py), `/v1/models` `root`, the weights path "
      "it loaded (entrypoints/openai/models/serving.py), the template as `POST /tokenize` renders `TEMPLATE_PROBE` "
      "(serve/tokenize/protocol.py, `TokenizeChatRequest`); dtype, quantization and KV-cache dtype only from "
-     "`GET /server_info?config_format=json`, served under VLLM_SERVER_DEV_MODE=1 (serve/instrumentator/server_info.py).")
+     "`GET /server_info?config_format=json`, served under VLLM_SERVER_DEV_MODE=1 "
+     "(serve/instrumentator/server_info.py).")
     cfg = _get_json(base_url, '/server_info?config_format=json').get('vllm_config')
     part = lambda k: (cfg.get(k) or {}) if isinstance(cfg, dict) else {}
     model_cfg, cache_cfg = part('model_config'), part('cache_config')
     ids = _post_json(base_url, '/tokenize', dict(model=model, messages=TEMPLATE_PROBE)).get('tokens')
-    return dict(version=_get_json(base_url, '/version').get('version'), weights=served_model(base_url, model).get('root'),
+    return dict(version=_get_json(base_url, '/version').get('version'),
+                weights=served_model(base_url, model).get('root'),
                 dtype=model_cfg.get('dtype'), quantization=model_cfg.get('quantization'),
-                kv_cache_dtype=cache_cfg.get('cache_dtype'), template=short_hash(ids if isinstance(ids, list) else None))
+                kv_cache_dtype=cache_cfg.get('cache_dtype'),
+                template=short_hash(ids if isinstance(ids, list) else None))
 
 def _sglang_facts(base_url: str, model: str) -> dict:
     ("SGLang: `GET /server_info` (`/get_server_info` before it; python/sglang/srt/entrypoints/http_server.py): its "
@@ -171,7 +174,8 @@ def settle_facts(reported: dict, # `reported_facts`
                  declared: dict # the user's, by `FACTS` name, e.g. {'dtype': 'bfloat16'}
                 ) -> dict:
     "Each fact of `FACTS`: the server's, else (or refined by) the declared one; `UserError` when they contradict."
-    if unknown := set(declared) - set(FACTS): raise UserError(f'no such server fact: {sorted(unknown)}', f'declare {FACTS}')
+    if unknown := set(declared) - set(FACTS):
+        raise UserError(f'no such server fact: {sorted(unknown)}', f'declare {FACTS}')
     out = {}
     for k in FACTS:
         said, given = reported.get(k), declared.get(k)
@@ -192,7 +196,8 @@ def served_identity(e: Endpoint, # what the probe found
                    ) -> str:
     "The identity of what `e` serves (see above): kind, model, weights, dtype, version, template; never where."
     esc = lambda v: str(v).replace('%', '%25').replace(':', '%3A')
-    fields = [f'{_NAMES.get(k, k)}={esc(getattr(e, k) or UNKNOWN)}' for k in ('weights', 'dtype', 'version', 'template')]
+    fields = [f'{_NAMES.get(k, k)}={esc(getattr(e, k) or UNKNOWN)}'
+              for k in ('weights', 'dtype', 'version', 'template')]
     fields += [f'{_NAMES[k]}={esc(v)}' for k in ('quantization', 'kv_cache_dtype') if (v := getattr(e, k))]
     fields += [f'tok={esc(tokenizer)}'] * bool(tokenizer) + [f'serves={e.served}']
     return ':'.join(['openai', esc(e.server or UNKNOWN), esc(model), *fields])
@@ -346,7 +351,7 @@ class Prober:
     name: str   # the backend's identity, in messages
     tol: float = 0.1   # max |difference| accepted by the log-prob self-check
     ids: TokenIds|None = None   # token-id prompts, with a local tokenizer; None: text prompts only
-    declared: dict = field(default_factory=dict)   # facts the user declared (`settle_facts`), e.g. {'dtype': 'bfloat16'}
+    declared: dict = field(default_factory=dict)   # facts the user declared (`settle_facts`): {'dtype': 'bfloat16'}
 
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #06e7efbd
 def _probe(p: Prober, **kw):

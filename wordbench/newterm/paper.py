@@ -109,7 +109,8 @@ def newterm_headline(ll: bool): # the card of a log-likelihood task
     def pick(settings: list, base: bool) -> list:
         if ll != base: return []
         want = ', summed log-prob' if ll else ''
-        return [(s, None) for s in settings if s.split(' (clean)')[0].endswith(' base') and s.endswith('(clean)' + want)]
+        return [(s, None) for s in settings
+                if s.split(' (clean)')[0].endswith(' base') and s.endswith('(clean)' + want)]
     return pick
 
 # %% ../../nbs/28b_newterm_paper.ipynb #2d6e40ba

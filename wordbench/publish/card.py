@@ -49,7 +49,8 @@ def cell_health(rows: pd.DataFrame) -> dict: # one cell's rows, failed ones left
                 capped=share(gen.finish_reason.astype(str).str.contains('length')) if 'finish_reason' in gen
                 else np.nan,
                 empty=share(gen.reply.fillna('').astype(str).str.strip() == '') if 'reply' in gen.columns else np.nan,
-                echo=100 * float(rows.echo.fillna(False).astype(bool).mean()) if 'echo' in rows and len(rows) else np.nan,
+                echo=100 * float(rows.echo.fillna(False).astype(bool).mean())
+                if 'echo' in rows and len(rows) else np.nan,
                 top=top.index[0] if len(top) else '', top_share=100 * top.iloc[0] / top.sum() if len(top) else np.nan)
 
 # %% ../../nbs/09b_publish_card.ipynb #1c6d0aa4
@@ -173,7 +174,8 @@ def run_facts(csv_path, # a results file; its run record lies beside it (when it
     cfg = rec.get('config', {})
     commit, date = _git_log(Path(csv_path).resolve())
     if rec.get('git_hash'): commit = f"{rec['git_hash']} (run record)"
-    if rec.get('date') is not None: date = datetime.datetime.fromtimestamp(rec['date'], datetime.timezone.utc).strftime('%Y-%m-%d')
+    if rec.get('date') is not None:
+        date = datetime.datetime.fromtimestamp(rec['date'], datetime.timezone.utc).strftime('%Y-%m-%d')
     ids = ', '.join(sorted({str(v) for v in res.identity.dropna()})) if 'identity' in res.columns else ''
     return dict(identity=ids or 'not recorded', commit=commit or 'not recorded', date=date or 'not recorded',
                 device=str(cfg.get('device') or 'not recorded (no run record)'), recheck=cfg.get('recheck'))
@@ -365,7 +367,8 @@ def _paired_table(pairs: pd.DataFrame) -> pd.DataFrame:
 def _ran_table(info: pd.DataFrame, model: str) -> pd.DataFrame:
     "What ran, per task: identity, commit, date, device, shots, reply cap, prompt format, re-check, samples."
     from wordbench.evaluate.results import model_slug
-    said = lambda c: '; '.join(f'{k} {v}' for k, v in c.items()) if isinstance(c, dict) else 'none (float32 or no record)'
+    said = lambda c: ('; '.join(f'{k} {v}' for k, v in c.items()) if isinstance(c, dict)
+                      else 'none (float32 or no record)')
     return pd.DataFrame({'task': info.task, 'identity (weights, dtype)': info.identity, 'commit': info.commit,
                          'date': info.date, 'device': info.device, 'shots': info.shots, 'reply cap': info.reply_cap,
                          'prompt format': info.prompt_format, 're-checked': [said(c) for c in info.recheck],
