@@ -19,14 +19,14 @@ from ..evaluate.tasks import TASKS
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'UNIT_NAMES', 'CARDS', 'PAIRED_COLUMNS', 'VERDICT_COLOURS', 'unit_column', 'cell_health', 'feature_p',
-           'ours_row', 'ref_row', 'majority_row', 'Card', 'register_card', 'default_card', 'task_protocol',
-           'reply_health', 'run_facts', 'is_base_model', 'model_card', 'other_models', 'paired_cells', 'card_table',
-           'card_figure', 'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card']
+           'feature_levels', 'ours_row', 'ref_row', 'majority_row', 'Card', 'register_card', 'default_card',
+           'task_protocol', 'reply_health', 'run_facts', 'is_base_model', 'model_card', 'other_models', 'paired_cells',
+           'card_table', 'card_figure', 'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card']
 
 # %% ../../nbs/09b_publish_card.ipynb #f94b67a9
 CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n', 'unit', 'unparsable', 'capped', 'empty', 'echo',
                 'top', 'top_share', 'degenerate', 'baseline', 'baseline_value', 'p_above', 'verdict',
-                'headline', 'gap')  # one row of a card; value, lo, hi and shares in percent
+                'headline', 'gap', 'by_feature')  # one row of a card; value, lo, hi and shares in percent
 
 # %% ../../nbs/09b_publish_card.ipynb #f26fa8d3
 UNIT_NAMES = {'winodict': 'sentences', 'newterm': 'questions'}  # a task's system -> how its `id` units are named
@@ -65,6 +65,18 @@ def feature_p(rows: pd.DataFrame, # one cell's rows, failed ones left out (with 
             out[name] = feature_dependence(answers, rows[col].replace('', np.nan))['p']
     return out
 
+# %% ../../nbs/09b_publish_card.ipynb #967ad9a1
+def feature_levels(rows: pd.DataFrame, # one cell's rows, failed ones left out; `correct` as credited (echoes: 0)
+                   features: dict) -> str: # column -> its name on the page (as for `feature_p`)
+    "Accuracy (%) and rows per level of each named feature varying in `rows`, e.g. 'example order: 0,1,2 50 (4)'."
+    from wordbench.publish.artefacts import level_accuracy
+    out = []
+    for col, name in features.items():
+        if col not in rows.columns or rows[col].replace('', np.nan).nunique() < 2: continue
+        t = level_accuracy(rows.correct, rows[col].replace('', np.nan).fillna('none').astype(str)).sort_values('level')
+        out.append(f'{name}: ' + '; '.join(f'{l} {a:.0f} ({n})' for l, a, n in zip(t.level, t.accuracy, t.n)))
+    return ' / '.join(out)
+
 # %% ../../nbs/09b_publish_card.ipynb #f9365bc8
 def ours_row(setting: str, # the row's label, e.g. 'wsc winodict 0-shot'
              rows: pd.DataFrame, # result rows with `correct` and `failed`; failed rows are left out
@@ -81,6 +93,7 @@ def ours_row(setting: str, # the row's label, e.g. 'wsc winodict 0-shot'
     return dict(setting=setting, kind='ours', name='this model', value=100 * acc['value'], lo=100 * acc['lo'],
                 hi=100 * acc['hi'], n=acc['n'], unit=UNIT_NAMES.get(system, 'items') if col else 'rows',
                 **{k: v for k, v in h.items() if k != 'feature_p'}, degenerate=degenerate_reasons(h),
+                by_feature=feature_levels(ok.assign(correct=correct.values), features or {}),
                 per_unit=correct.groupby(units).mean().to_dict())
 
 # %% ../../nbs/09b_publish_card.ipynb #4142028c
@@ -284,6 +297,8 @@ def card_table(rows: pd.DataFrame) -> pd.DataFrame: # one task's headline rows
                         'strongest baseline': [f'{b} {_fmt(v)}' if isinstance(b, str) and b else ''
                                                for b, v in zip(ours.baseline, ours.baseline_value)],
                         'p above (Holm)': [_fmt(p, 3) for p in ours.p_above]})
+    if ours.by_feature.fillna('').astype(str).str.len().any():
+        out['accuracy by prompt feature (%, rows)'] = ours.by_feature.fillna('').astype(str).tolist()
     for kind, prefix in (('baseline', ''), ('paper', 'paper: ')):
         ref = rows[rows.kind == kind]
         for name in dict.fromkeys(ref.name):
