@@ -11,15 +11,17 @@ TASKS = ['winodict', 'newterm-coma-ll']   # two scored tasks; two jobs drawn of 
 
 
 class Perturbed(EngineStandIn):
-    "An engine stand-in that adds -1 nat to the last prompt token of the first prompt containing `marker`."
+    "An engine stand-in that adds -1 nat to the last prompt token of the first prompt holding `marker` (either mode)."
     marker, done = '\nAnswer:', False
     def complete(self, body: dict) -> dict:
         from fixtures.vllm_standin import _prompts
         out = super().complete(body)
         for ids, choice in zip(_prompts(body['prompt'], self.tok), out['choices']):
-            lp = choice.get('logprobs')
-            if self.done or not lp or not body.get('echo') or self.marker not in self.tok.decode(ids): continue
-            lp['token_logprobs'][len(ids) - 1] -= 1.0
+            if self.done or self.marker not in self.tok.decode(ids): continue
+            rows, lp = choice.get('prompt_logprobs'), choice.get('logprobs')
+            if body.get('prompt_logprobs') and rows: rows[len(ids) - 1][str(ids[-1])]['logprob'] -= 1.0  # vLLM's way
+            elif body.get('echo') and lp: lp['token_logprobs'][len(ids) - 1] -= 1.0
+            else: continue
             self.done = True
         return out
 
