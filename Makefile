@@ -22,10 +22,13 @@ DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderword
 # Tasks that also have a `$(GRID)-strategies` grid (WinoDict's Table 3: 21 prompt strategies) run it for
 # STRATEGY_MODELS only. Responses are cached, so a rerun computes only what is new, and rows are merged
 # into data/results/. Override on the command line, e.g. `make figures MODELS="smollm2-135m my-org/my-model"`.
+# `wordbench results` runs one `wordbench eval` per task, grid and model, EVAL_WORKERS at once (longest first),
+# each with its share of the cores: on 2 cores two one-thread processes finish sooner than one with two threads,
+# with the same numbers (EVAL_WORKERS=1: one at a time, every core each).
 MODELS ?= smollm2-135m gemma3-270m
 STRATEGY_MODELS ?= smollm2-135m
 GRID ?= cpu
-EVAL ?= $(BIN)/wordbench eval
+EVAL_WORKERS ?= 2
 EVAL_OPTS ?= --batch-size 8
 
 figures: setup data results exports ## the main job: build datasets, evaluate (cached), export, regenerate figures/
@@ -38,11 +41,9 @@ data: env                          ## datasets derived from the raw inputs (fetc
 	$(BIN)/wordbench doctor --strict
 	for b in $$($(BIN)/wordbench list builders --main); do echo "== build $$b"; $(BIN)/wordbench build $$b; done
 
-results: env                       ## every registered task's $(GRID) grid, cached and resumable
-	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)); do echo "== eval $$t --grid $(GRID)"; \
-	  $(EVAL) $$t --grid $(GRID) --model $(MODELS) $(EVAL_OPTS); done
-	for t in $$($(BIN)/wordbench list tasks --grid $(GRID)-strategies); do echo "== eval $$t --grid $(GRID)-strategies"; \
-	  $(EVAL) $$t --grid $(GRID)-strategies --model $(STRATEGY_MODELS) $(EVAL_OPTS); done
+results: env                       ## every registered task's $(GRID) grid, EVAL_WORKERS at once, cached and resumable
+	$(BIN)/wordbench results --grid $(GRID) --models $(MODELS) --strategy-models $(STRATEGY_MODELS) \
+	  --workers $(EVAL_WORKERS) -- $(EVAL_OPTS)
 
 EXPORTS ?= exports
 exports: env                       ## every benchmark as Hugging Face datasets and lm-eval tasks into $(EXPORTS)/ (git-ignored; seconds)

@@ -42,3 +42,39 @@ def test_phases_from_a_log(tmp_path):
 def test_usage_without_a_log():
     res = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
     assert res.returncode != 0 and 'Usage' in res.stderr
+
+
+CONCURRENT = """\
+10:00:00 python3.11 -m venv .venv
+10:01:00 == build winodict
+10:02:00 .venv/bin/wordbench results --grid cpu --models a b --strategy-models a --workers 2 -- --batch-size 8
+10:02:03 == 5 evaluations, 2 at once
+10:02:03 == eval winodict --grid cpu --model a
+10:02:03 == eval winodict --grid cpu --model b
+10:07:03 == done winodict --grid cpu --model b in 300 s
+10:07:03 == eval wscplus --grid cpu --model b
+10:09:03 == done winodict --grid cpu --model a in 420 s
+10:09:03 == eval winodict --grid cpu-strategies --model a
+10:11:03 == done wscplus --grid cpu --model b in 240 s
+10:11:03 == eval wscplus --grid cpu --model a
+10:13:03 == done winodict --grid cpu-strategies --model a in 240 s
+10:14:03 == done wscplus --grid cpu --model a in 180 s
+10:14:05 .venv/bin/wordbench export hf --out exports/hf
+10:14:10 .venv/bin/wordbench regenerate --models a b
+10:15:10 == end
+"""
+
+
+def test_concurrent_evaluations_share_their_stretch(tmp_path):
+    "Jobs that overlap: each eval phase gets the stretch's wall time in proportion to its jobs' seconds."
+    log = tmp_path/'fresh.log'
+    log.write_text(CONCURRENT)
+    out = subprocess.run([sys.executable, str(SCRIPT), str(log)], check=True, capture_output=True, text=True).stdout
+    got = {p: int(s) for p, s in (line.split(',') for line in out.strip().splitlines()[1:])}
+    assert list(got) == ['set-up', 'datasets', 'eval winodict (cpu)', 'eval wscplus (cpu)',
+                         'eval winodict (cpu-strategies)', 'exports', 'regeneration']
+    stretch = 12 * 60 + 2                         # 10:02:03 to 10:14:05
+    ran = {'eval winodict (cpu)': 720, 'eval wscplus (cpu)': 420, 'eval winodict (cpu-strategies)': 240}
+    for phase, seconds in ran.items(): assert abs(got[phase] - stretch * seconds / 1380) <= 1
+    assert sum(got[p] for p in ran) == stretch
+    assert sum(got.values()) == 15 * 60 + 10
