@@ -166,10 +166,12 @@ def _regenerate_parser(sub):
     r.add_argument('--results', default=None, help='the results folder the analyses read (default: data/results/)')
     r.add_argument('--set', nargs='+', action='append', default=[], metavar=('NAME', 'VALUE'),
                    help='another run-wide option, e.g. --set strategy_models smollm2-135m (a list of values)')
+    add_options(r, regenerate, skip=('names', 'out_dir', 'options', 'params'))
 
 def _regenerate(a) -> int:
     "`wordbench regenerate ...`: run the analyses with the run-wide options given."
-    regenerate(a.names or None, a.out, {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}})
+    regenerate(a.names or None, a.out, {'models': a.models, 'results_dir': a.results, **{s[0]: s[1:] for s in a.set}},
+               workers=a.workers)
     return 0
 
 # %% ../nbs/90_cli.ipynb #a5428aa0

@@ -4,14 +4,15 @@
 
 # %% ../../nbs/89b_publish_regenerate.ipynb #53e02c83
 from __future__ import annotations
-import json, logging, time
+import json, logging, os, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from ..core import project_root, cache_dir, raw_root, UnknownName, atomic_write
+from ..core import project_root, cache_dir, raw_root, atomic_write, UserError
 from .analysis import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
-__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate',
-           'write_figures_index']
+__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'thread_env', 'run_analysis',
+           'regenerate', 'write_figures_index']
 
 # %% ../../nbs/89b_publish_regenerate.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -84,18 +85,42 @@ def stable_notebook(nb): # an executed notebook (nbformat node), changed in plac
 class AnalysisFailed(RuntimeError):
     "An analysis notebook raised; its executed copy holds the error."
 
+# %% ../../nbs/89b_publish_regenerate.ipynb #4e0c2a72
+def _cpus() -> int:
+    "CPUs this process may run on (its affinity where the platform tells it, else the machine's count)."
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
+_THREAD_VARS = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')
+
+def thread_env(workers: int) -> dict: # analyses running at once, each in its own kernel
+    "Variables that share the CPUs among `workers` kernels: `CPUs // workers` OpenMP/MKL threads each (at least 1)."
+    if workers <= 1: return {}
+    return {v: str(max(1, _cpus() // workers)) for v in _THREAD_VARS if v not in os.environ}
+
 # %% ../../nbs/89b_publish_regenerate.ipynb #5763aa7e
+def _kernel_manager(env: dict) -> type:
+    "A jupyter kernel manager class whose kernels start with `env` on top of this process's environment."
+    from jupyter_client.manager import AsyncKernelManager
+    class EnvKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            kw['env'] = {**kw.get('env', os.environ), **env}
+            return await super().start_kernel(**kw)
+    return EnvKernelManager
+
 def run_analysis(a: Analysis, # a registered analysis
                  out_dir: Path, # where its tables and figures go; the executed notebook goes to `out_dir/notebooks/`
                  options: dict, # run-wide options its `params_from` may read
-                 params: dict) -> Path: # further parameters
+                 params: dict, # further parameters
+                 env: dict|None=None) -> Path: # variables its kernel gets on top of this process's environment
     "Execute one analysis template with papermill; the stable executed notebook (also when it failed)."
     import papermill as pm, nbformat
     executed = out_dir/'notebooks'/f'{a.name}.ipynb'
     chosen = {p: options[o] for p, o in a.params_from.items() if o in options}
     pars = {'out_dir': str(out_dir), **a.params, **chosen, **params}
+    kernel = {'kernel_manager_class': _kernel_manager(env)} if env else {}
     try: pm.execute_notebook(str(a.notebook()), str(executed), parameters=pars, kernel_name='python3',
-                             cwd=str(a.notebook().parent), progress_bar=False)
+                             resources={'metadata': {'path': str(a.notebook().parent)}}, progress_bar=False, **kernel)
     finally:
         if executed.exists(): nbformat.write(stable_notebook(nbformat.read(executed, as_version=4)), executed)
     return executed
@@ -104,24 +129,33 @@ def run_analysis(a: Analysis, # a registered analysis
 def regenerate(names: list|None=None, # analyses to run (default: every registered one with `main`, in order)
                out_dir: str|Path|None=None, # where tables and figures go (default: `figures/`)
                options: dict|None=None, # run-wide options the templates' `params_from` read, e.g. {'models': [...]}
+               workers: int|None=None, # analyses run at once, each in its own kernel (default: 2, or 1 on one CPU)
                **params) -> list[Path]: # extra parameters passed to every notebook
-    "Run analysis templates through papermill; returns the executed notebooks (in `out_dir/notebooks/`)."
+    "Run analysis templates through papermill; the executed notebooks (in `out_dir/notebooks/`), in the order asked."
+    todo = [ANALYSES[n] for n in dict.fromkeys(names or [a.name for a in ANALYSES.values() if a.main])]
+    workers = min(2, _cpus()) if workers is None else workers
+    if workers < 1: raise UserError(f'workers must be at least 1, got {workers}', 'give 1 or more')
+    workers = max(1, min(workers, len(todo)))
     out_dir = Path(out_dir or project_root()/'figures').resolve()
     (out_dir/'notebooks').mkdir(parents=True, exist_ok=True)
-    done, failed, options = [], [], {k: v for k, v in (options or {}).items() if v is not None}
-    for name in names or [a.name for a in ANALYSES.values() if a.main]:
+    options, env = {k: v for k, v in (options or {}).items() if v is not None}, thread_env(workers)
+    def run(a: Analysis) -> Path|None:
         t = time.time()
-        log.info(f'{name} ...')
-        try: done.append(run_analysis(ANALYSES[name], out_dir, options, params))
+        log.info(f'{a.name} ...')
+        try: executed = run_analysis(a, out_dir, options, params, env)
         except Exception as e:
-            if isinstance(e, UnknownName): raise
-            failed.append(name)
-            log.error(f'{name} FAILED ({type(e).__name__})')
-        else: log.info(f'{name} done in {time.time() - t:.0f}s')
+            log.error(f'{a.name} FAILED ({type(e).__name__})')
+            return None
+        log.info(f'{a.name} done in {time.time() - t:.0f}s')
+        return executed
+    if workers == 1: ran = [run(a) for a in todo]
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix='regenerate') as pool: ran = list(pool.map(run, todo))
     write_figures_index(out_dir)
-    if failed: raise AnalysisFailed(f"analyses failed: {', '.join(failed)}; their executed copies in "
-                                    f"{out_dir/'notebooks'} show the error; the others' outputs are in {out_dir}")
-    return done
+    if failed := [a.name for a, p in zip(todo, ran) if p is None]:
+        raise AnalysisFailed(f"analyses failed: {', '.join(failed)}; their executed copies in "
+                             f"{out_dir/'notebooks'} show the error; the others' outputs are in {out_dir}")
+    return [p for p in ran if p is not None]
 
 # %% ../../nbs/89b_publish_regenerate.ipynb #89437a35
 _INDEX_HEAD = ['# figures/', '',
