@@ -323,9 +323,9 @@ def lines(module: str) -> str: return FILES[W + module].read_text()
 
 
 def test_sizes():
-    "The front door and the client stay small: cli <= 350 lines and 45 flags, the client <= 400 lines and 20 patches."
+    "The front door and the client stay small: cli <= 370 lines (16 commands) and 45 flags, the client <= 400 lines and 20 patches."
     cli, client = lines('cli'), lines('models.openai_client')
-    assert len(cli.splitlines()) <= 350 and cli.count('add_argument(') <= 45
+    assert len(cli.splitlines()) <= 370 and cli.count('add_argument(') <= 45
     assert len(client.splitlines()) <= 400 and client.count('@patch') <= 20
     big = {m: n for m, p in FILES.items() if system_of(m) is None and (n := len(p.read_text().splitlines())) > 520}
     assert big == {}

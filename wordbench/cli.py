@@ -5,13 +5,13 @@
 # %% ../nbs/90_cli.ipynb #251e6738
 from __future__ import annotations
 import argparse, dataclasses, functools, inspect, json, logging, sys
-from .core import Option, UserError, error_line, options_from, parse_flag, project_root, raw_root
+from .core import Option, UserError, error_line, options_from, parse_flag, raw_root
 from . import resources
 from .build import BUILDERS, builder_kwargs
 from .fetch import fetch
 from .evaluate.tasks import TASKS, env_shard, local_device, parse_shard, run_eval
 from .evaluate.tasks import evaluate_model, grid_tasks, merge_shards, migrate_results
-from .evaluate.schedule import check_jobs, job_chains, job_estimates, longest_first, run_jobs
+from .evaluate.schedule import run_results
 from .evaluate.verify import cpu_summary, verify, verify_report
 from .evaluate.check_server import check_report, check_server
 from .publish.analysis import ANALYSES
@@ -286,23 +286,14 @@ def _merge(a) -> int:
 
 # %% ../nbs/90_cli.ipynb #519736f0
 def _results_parser(sub):
-    "`wordbench results --models M ... [--grid G] [--workers N] [-- EVAL OPTIONS]` (`run_jobs`)."
+    "`wordbench results --models M ... [--grid G] [--workers N] [-- EVAL OPTIONS]` (`run_results`)."
     r = _command(sub, 'results', _results, "every task's grid for the models, several `wordbench eval` at once")
-    r.add_argument('--grid', default='cpu', help='the named grid every model runs (default: cpu)')
-    r.add_argument('--models', nargs='+', required=True, help='models of the grid')
-    r.add_argument('--strategy-models', nargs='*', default=[], help='models that also run GRID-strategies')
-    r.add_argument('--workers', type=int, default=2, help='evaluations at once, each with cores/workers threads')
-    r.add_argument('--profile', default=None, help='seconds per job, longest first (default: '
-                   'figures/main_job_profile_tasks.csv)')
-    r.add_argument('eval_options', nargs=argparse.REMAINDER, help='after --: options of every `wordbench eval`')
+    add_options(r, run_results, skip=('eval_options',), models='+', strategy_models='*').add_argument(
+        'eval_options', nargs=argparse.REMAINDER, help='after --: options of every `wordbench eval`')
 
 def _results(a) -> int:
     "`wordbench results ...`: the queue, longest job first; exit 1 naming the failed jobs after the rest ran."
-    grid_tasks(a.grid)   # a grid no task has: one line
-    profile = a.profile or project_root()/'figures'/'main_job_profile_tasks.csv'
-    chains = longest_first(job_chains(TASKS, a.grid, a.models, a.strategy_models), job_estimates(profile))
-    extra = a.eval_options[1:] if a.eval_options[:1] == ['--'] else a.eval_options
-    check_jobs(run_jobs(chains, a.workers, lambda j: [sys.executable, '-m', 'wordbench', *j.argv(extra)]))
+    run_results(**_given(a, run_results, eval_options=a.eval_options[a.eval_options[:1] == ['--']:]))
     return 0
 
 # %% ../nbs/90_cli.ipynb #a42f0e01
