@@ -52,7 +52,7 @@ exports: env                       ## every benchmark as Hugging Face datasets a
 
 benchmark: env test-env            ## speed vs lm-eval and llama.cpp; lm-eval parity; openai batching; main-job profile; GPU check
 	$(BIN)/wordbench regenerate lm_benchmark lm_generation_benchmark lm_generation_benchmark_wscplus lm_eval_parity \
-	  openai_batching_benchmark main_job_profile \
+	  openai_batching_benchmark main_job_profile main_job_queue \
 	  gpu_check conformance_matrix
 
 # pytest-randomly shuffles the test files and the notebooks (cells keep their order: nbs/conftest.py); the header prints

@@ -36,6 +36,8 @@ SHARED_ANALYSES = [
     Analysis('main_job_profile', "make figures by phase: FLOPs of each task's requests, time (sampled now and the "
              'last fresh run), FLOP/s, share of the measured peak, time at the limit', main=False,
              params_from={'log_path': 'log_path'}),
+    Analysis('main_job_queue', "the main job's evaluations one at a time (every core) vs two at once (a share each): "
+             'wall time, speed-up, identical results files', main=False),
     Analysis('gpu_check', 'hf backend on one GPU vs CPU float32 (gpu-check report): max |Δ log-prob|, decisions, '
              'greedy texts, engine vs model.generate, throughput, peak memory', main=False),
     Analysis('conformance_matrix', 'tiny random models of each family x attention implementation through get_lm, '
