@@ -2,7 +2,8 @@
 URL. Against the engine stand-ins (`engine_standins.py`) serving a seeded tiny Llama over SmolLM2's tokenizer: each
 engine's identity names what it reports, else `unknown`; a declared dtype fills in what vLLM does not say and is refused
 where the server says otherwise; the response cache is shared by the same server on another port and split by new
-weights behind the same URL; a server off float32 has its close decisions named in the run record as not re-checked;
+weights behind the same URL; a server off float32 has its close decisions named in the run record as not re-checked,
+or re-checked against a float32 reference (an hf folder, or a float32 server) without a change of identity;
 the probe takes only 400, 404, 422 and 501 from `/chat/completions` for "no chat", and raises on any other failure."""
 import pytest
 from wordbench.core import ServerError, UserError, stable_hash
@@ -113,6 +114,32 @@ def test_low_precision_server_not_rechecked_in_the_record(tiny):
     assert configs['bfloat16']['capabilities']['dtype'] == configs['bfloat16']['model_dtype'] == 'bfloat16'
     assert 'recheck' not in configs['float32']
 
+
+def test_low_precision_server_rechecked_against_a_reference(tiny, tmp_path):
+    "A bfloat16 server with a float32 reference: the close decision is re-scored there, the far one not; same identity."
+    from wordbench.evaluate.choices import score_choices
+    from wordbench.evaluate.run_record import run_config
+    for part in tiny: part.save_pretrained(tmp_path/'tiny')   # the reference, as an hf folder
+    decisions = [[LoglikelihoodRequest('The cat sat on', c) for c in (' the mat', ' a dog')],
+                 [LoglikelihoodRequest('She drank a cup of', c) for c in (' tea', ' stone')]]
+    with serve(tiny, 'sglang', dtype='bfloat16') as srv, serve(tiny, 'sglang', dtype='float32') as ref:
+        plain = client(srv)
+        first = score_choices(plain, decisions).scores
+        gaps = [abs(a[0] - b[0]) for a, b in first]
+        near = gaps.index(min(gaps))
+        margin = sum(gaps) / 2   # between the two decisions' margins
+        for given in ({'reference': str(tmp_path/'tiny')}, {'reference_url': ref.base_url}):
+            options = {'tokenizer': TOKENIZER, 'recheck_margin': margin, **given}
+            lm = open_lm('standin', 'openai', srv.base_url, cache=False, options=options)
+            got = score_choices(lm, decisions)
+            assert got.rechecked == [near] and lm.identity() == plain.identity(), given
+            assert all(abs(x[0] - y[0]) < 1e-4 for d, e in zip(got.scores, first) for x, y in zip(d, e))
+            recheck = run_config('standin', 'openai', lm, None, options, {})['recheck']
+            assert (recheck['rechecked'], recheck['margin']) == (1, margin)
+            named = f'hf:{tmp_path/"tiny"}:float32' if 'reference' in given else lm.exact().identity()
+            assert recheck['note'] == (f'server in bfloat16: decisions closer than {margin:g} nats re-checked '
+                                       f'against {named}')
+        assert 'dtype=float32' in named and named != plain.identity()
 
 def test_probe_takes_only_refusals_as_no_chat(tiny):
     "400, 404, 422 and 501 from /chat/completions: no chat; 500 or 503 after the retries: the probe fails, naming it."

@@ -8,7 +8,8 @@ import sys, copy, math, json, logging
 from dataclasses import dataclass
 from typing import Sequence
 from fastcore.basics import patch
-from .lm import LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend
+from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend,
+                                 BF16_RECHECK_MARGIN)
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix,
                                         transformers_identity, pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
@@ -19,9 +20,9 @@ from ..core import cache_dir, atomic_write, file_lock
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'BF16_RECHECK_MARGIN', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES',
-           'MASK_ATTENTION', 'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM',
-           'auto_batch_rows', 'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
+__all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES', 'MASK_ATTENTION',
+           'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM', 'auto_batch_rows',
+           'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
 
 # %% ../../nbs/03j_models_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -118,9 +119,6 @@ HF_DTYPES = {'float32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16',
 
 # %% ../../nbs/03j_models_hf.ipynb #8bec30ee
 AUTOCAST = ('bfloat16-autocast',)  # dtypes that keep fp32 weights and run the decoder body under bf16 autocast
-
-# %% ../../nbs/03j_models_hf.ipynb #0cdfc4ab
-BF16_RECHECK_MARGIN = 0.3  # nats: bf16 autocast moved held-out Winograd margins by at most 0.26 (analysis/lm_benchmark)
 
 # %% ../../nbs/03j_models_hf.ipynb #de911123
 RECHECK_FLOOR = 0.05  # nats: the smallest calibrated re-check margin (`calibrated_margin`)

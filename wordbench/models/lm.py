@@ -11,9 +11,9 @@ from typing import Sequence
 from ..core import Registry, UserFixable
 
 # %% auto #0
-__all__ = ['CHAT_ROLES', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'BACKENDS', 'BACKEND_MODULES', 'LoglikelihoodRequest', 'TopKRequest',
-           'GenerateRequest', 'TopK', 'Generation', 'cut_at_stop', 'plain_chat_prompt', 'LMFailure', 'LM',
-           'register_backend', 'BackendOptionError', 'get_lm']
+__all__ = ['CHAT_ROLES', 'CHAT_FALLBACK', 'PLAIN_CHAT_STOP', 'BF16_RECHECK_MARGIN', 'BACKENDS', 'BACKEND_MODULES',
+           'LoglikelihoodRequest', 'TopKRequest', 'GenerateRequest', 'TopK', 'Generation', 'cut_at_stop',
+           'plain_chat_prompt', 'LMFailure', 'LM', 'register_backend', 'BackendOptionError', 'get_lm']
 
 # %% ../../nbs/03_models_lm.ipynb #c1bb139a
 CHAT_ROLES = ('system', 'user', 'assistant')  # roles a chat message may have
@@ -124,6 +124,9 @@ class LM:
         if '_counters' not in self.__dict__: self._counters = Counter()
         return self._counters
     def __repr__(self): return f'{type(self).__name__}({self.identity()})'
+
+# %% ../../nbs/03_models_lm.ipynb #3bcdd1eb
+BF16_RECHECK_MARGIN = 0.3  # nats: bf16 autocast moved held-out Winograd margins by at most 0.26 (analysis/lm_benchmark)
 
 # %% ../../nbs/03_models_lm.ipynb #c3f87f7c
 BACKENDS = Registry('backend')  # name -> `LM` subclass

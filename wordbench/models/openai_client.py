@@ -12,11 +12,13 @@ from fastcore.basics import patch
 from ..core import UserError
 from .hf_common import encode_pair, encode_text
 from .lm import (LM, LMFailure, LoglikelihoodRequest, TopKRequest, TopK, GenerateRequest, Generation,
-                          register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP)
+                          register_backend, cut_at_stop, plain_chat_prompt, CHAT_FALLBACK, PLAIN_CHAT_STOP,
+                          BF16_RECHECK_MARGIN)
 from .openai_transport import FATAL, retry_policy, server_errors
 from .openai_endpoint import (Endpoint, LogprobAlignmentError, LOGPROB_FIX, Prober, TokenIds,
                                               echo_tokens, batch_logprobs, probe_endpoint, finish_reason,
                                               sampling_fields, next_top_logprobs, served_identity, UNKNOWN)
+from .reference import open_reference
 
 # %% auto #0
 __all__ = ['DEFAULT_CONCURRENCY', 'BATCHING_CONCURRENCY', 'offline_tokenizer', 'OpenAILM']
@@ -56,6 +58,12 @@ class OpenAILM(LM):
                  logprob_tol: float=0.1, # max |difference| accepted by the log-prob self-check
                  dtype: str|None=None, # the server's precision where it does not report it (vLLM), e.g. bfloat16
                  weights: str|None=None, # the weights served where the server does not say, e.g. a hub id@revision
+                 recheck_margin: float|None=None, # nats: closer decisions are re-scored by the reference (None:
+                                                  # `BF16_RECHECK_MARGIN`); 0 without one or in float32
+                 reference: str|LM|None=None, # the same model in float32 for close decisions (`open_reference`):
+                                              # an hf name or folder (on the CPU), or an open `LM`
+                 reference_url: str|None=None, # or another server of the same model, in float32
+                 reference_dtype: str|None=None, # that server's precision where it does not report it: float32
                  endpoint: Endpoint|None=None): # what the endpoint serves, when known; None: probed once
         self.model, self.max_concurrency, self.logprob_tol = model, max_concurrency, logprob_tol
         self.declared = {k: str(v) for k, v in dict(dtype=dtype, weights=weights).items() if v is not None}
@@ -69,6 +77,10 @@ class OpenAILM(LM):
         self.policy = retry_policy(max_retries, backoff, max_backoff, random.Random(jitter_seed))
         self.failures, self._pool = [], None
         self._lock, self._probing, self._endpoint = threading.Lock(), threading.Lock(), endpoint
+        self.reference, self.reference_url, self.reference_dtype = reference, reference_url, reference_dtype
+        self.margin_given, self._ref = recheck_margin, None
+        self.transport = dict(timeout=timeout, read_timeout=read_timeout, max_retries=max_retries, backoff=backoff,
+                              max_backoff=max_backoff, jitter_seed=jitter_seed)   # the reference server's too
     @property
     def endpoint(self) -> Endpoint:
         "What the endpoint serves: `probe_endpoint`'s answer, asked the first time anything needs it, then only read."
@@ -81,10 +93,25 @@ class OpenAILM(LM):
          "local tokenizer, what it serves; probed once. The cache keys on it, so a moved server keeps its answers.")
         return served_identity(self.endpoint, self.model, self.tokenizer_name)
     dtype = property(lambda self: self.endpoint.dtype or UNKNOWN, doc="The server's precision, reported or declared.")
+    has_reference = property(lambda self: self.reference is not None or bool(self.reference_url))
+    def exact(self) -> LM|None:
+        "The float32 model of close decisions: self in float32, else the reference (`open_reference`, once), or None."
+        if self.dtype == 'float32': return self
+        if self._ref is None: self._ref = open_reference(self.model, self.reference, self.reference_url,
+                                                         self.reference_dtype, self.tokenizer_name, **self.transport)
+        return self._ref
+    @property
+    def recheck_margin(self) -> float:
+        "Nats: `score_choices` re-scores closer decisions with `exact()`; 0 in float32 or without a reference."
+        if self.dtype == 'float32' or not self.has_reference: return 0.0
+        return BF16_RECHECK_MARGIN if self.margin_given is None else float(self.margin_given)
     @property
     def recheck_note(self) -> str|None:
-        "Why close decisions were not re-checked (the run record's `recheck`), unless the server computes in float32."
-        return None if self.dtype == 'float32' else f'server in {self.dtype}: decisions not re-checked'
+        "What became of close decisions (the run record's `recheck`): None in float32, else the reference or why none."
+        if self.dtype == 'float32': return None
+        if not self.has_reference: return f'server in {self.dtype}: decisions not re-checked'
+        ref = f'hf:{self.reference}:float32' if isinstance(self.reference, str) else self.exact().identity()
+        return f'server in {self.dtype}: decisions closer than {self.recheck_margin:g} nats re-checked against {ref}'
     def __repr__(self): return f'OpenAILM({self.model!r} at {self.base_url})'   # never probes
     def prober(self) -> Prober:
         "What the probes need of this backend: `_send`, where it is, `logprob_tol`, token-id rules, declarations."
@@ -279,7 +306,9 @@ def require(self: OpenAILM, kinds) -> None:
     ("Probe what the endpoint serves (`probe`, once); `UserError` (before any request of a task) when it cannot "
      "serve the request classes in `kinds`.")
     self.probe()
-    if LoglikelihoodRequest in set(kinds): self._refuse_scoring()
+    if LoglikelihoodRequest in set(kinds):
+        self._refuse_scoring()
+        if self.reference_url: self.exact()   # a reference server that cannot re-check is refused now
 
 # %% ../../nbs/03f_models_openai_client.ipynb #b558c236
 @patch
