@@ -4,7 +4,9 @@ engine's identity names what it reports, else `unknown`; a declared dtype fills 
 where the server says otherwise; the response cache is shared by the same server on another port and split by new
 weights behind the same URL; a server off float32 has its close decisions named in the run record as not re-checked,
 or re-checked against a float32 reference (an hf folder, or a float32 server) without a change of identity;
-the probe takes only 400, 404, 422 and 501 from `/chat/completions` for "no chat", and raises on any other failure."""
+the probe takes only 400, 404, 422 and 501 from `/chat/completions` for "no chat", and raises on any other failure;
+under a launcher, rank 0's probe serves every rank."""
+import pandas as pd
 import pytest
 from wordbench.core import ServerError, UserError, stable_hash
 from wordbench.models.lm import get_lm, LoglikelihoodRequest
@@ -150,3 +152,29 @@ def test_probe_takes_only_refusals_as_no_chat(tiny):
         with serve(tiny, 'vllm', chat_status=status) as srv:
             lm = client(srv, max_retries=1, backoff=0.01)
             with pytest.raises(ServerError, match=f'scripted {status}'): lm.endpoint
+
+
+def test_one_rank_probes_for_the_whole_launch(tiny, tmp_path, monkeypatch):
+    ("Two processes of one torchrun launch (in turn, in one interpreter): rank 0 probes the server and rank 1 takes "
+     "its probe from beside the shared cache, asking the server nothing about itself, so both parts carry one "
+     "identity even though the server changed its weights between them; the parts then merge.")
+    from wordbench.evaluate.results import results_path
+    from wordbench.evaluate.shards import merge_parts
+    from wordbench.evaluate.tasks import Shard, run_eval
+    from wordbench.testing import ToyChoice
+    task, out, seen = ToyChoice(), tmp_path/'results', []
+    with serve(tiny, 'vllm') as srv:
+        described = srv.get   # the routes a probe reads: /version, /v1/models, ...
+        srv.get = lambda path: seen.append(path) or described(path)
+        for k in range(2):
+            launched = dict(RANK=k, WORLD_SIZE=2, LOCAL_RANK=k, MASTER_ADDR='127.0.0.1', MASTER_PORT=29500,
+                            TORCHELASTIC_RUN_ID='job-1')
+            for name, value in launched.items(): monkeypatch.setenv(name, str(value))
+            run_eval(task, 'standin', 'openai', out=out, cache=tmp_path/'cache'/'results.sqlite',
+                     lm_options={'base_url': srv.base_url, 'tokenizer': TOKENIZER}, shard=Shard(k, 2))
+            if k == 0: by_rank0, srv.weights = len(seen), '/models/standin-v2'   # new weights under rank 1
+    assert by_rank0 > 0 and len(seen) == by_rank0, seen   # rank 1 read no route of the server's
+    assert len(list((tmp_path/'cache'/'probes').glob('*.json'))) == 1
+    merged = merge_parts(results_path(task.name, 'standin', out), task.schema, task.name)
+    identities = pd.read_csv(merged).identity.unique()
+    assert len(identities) == 1 and parse_identity(identities[0])['weights'] == '/models/standin'

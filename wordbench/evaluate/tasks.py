@@ -283,6 +283,13 @@ def decode_together(task: Task, # the task as evaluated (`task.for_lm(lm)`)
     lm.require({GenerateRequest})   # a model that cannot generate refuses before any request
     return dict(zip(reqs, lm.generate(reqs, progress=progress)))
 
+# %% ../../nbs/06_evaluate_tasks.ipynb #29b88616
+def _launch_options(model: str, backend: str, options: dict|None, cache, split: bool) -> dict|None:
+    "Backend `options`, with the launch's one probe (`with_shared_probe`) for a shard that a launcher started."
+    if not split or (ranks := launcher_ranks()) is None: return options
+    from wordbench.models.shared_probe import with_shared_probe   # imports the openai client: only here
+    return with_shared_probe(model, backend, options, cache, ranks)
+
 # %% ../../nbs/06_evaluate_tasks.ipynb #c28df236
 def run_eval(task: str|Task, # a task or its registered name
              models: str|Sequence[str], # model name(s) for `get_lm`, e.g. 'smollm2-135m'
@@ -309,7 +316,8 @@ def run_eval(task: str|Task, # a task or its registered name
     split = shard is not None and shard.count > 1   # a shard of a run: its rows go to its own part file
     if lm is not None and len(names) != 1: raise ValueError(f'an opened `lm` is one model, not {len(names)}')
     for m in names:
-        opened = lm if lm is not None else open_lm(m, backend, cache=cache, options=lm_options)
+        opened = lm if lm is not None else open_lm(m, backend, cache=cache, options=_launch_options(
+            m, backend, lm_options, cache, split))   # one rank's probe for every rank
         path, t0, frames, asked = results_path(task.name, m, out), time.time(), [], task.for_lm(opened)
         path, mine = part_path(path, shard.index, shard.count) if split else path, None
         answers = decode_together(asked, opened, parts, progress, shard)   # every part's generations in one call

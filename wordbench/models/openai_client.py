@@ -320,7 +320,7 @@ def _stream_ids(self: OpenAILM, requests: list, mode: str) -> Iterator[tuple[int
     tok, window, step = self._tokenizer(), self.endpoint.max_model_len, max(1, self.batch_size)
     send = lambda **fields: self._retry(json_replies(self.client.completions), model=self.model, **fields)
     def score(fit):   # [(index, context ids, continuation ids)]: one request, split to find a refused prompt
-        try: rows = batch_logprobs(send, [c + d for _, c, d in fit], mode)
+        try: rows = batch_logprobs(send, [c + d for _, c, d in fit], mode, [len(c) for _, c, _ in fit])
         except FATAL: raise
         except (openai.BadRequestError, openai.UnprocessableEntityError) as e:   # one bad prompt: find it
             if len(fit) > 1: return score(fit[:len(fit) // 2]) + score(fit[len(fit) // 2:])

@@ -279,19 +279,21 @@ def alignment_candidates(top: dict, tol: float) -> list[tuple[str, float]]:
 # %% ../../nbs/03e_models_openai_endpoint.ipynb #b0f4eeb4
 def prompt_positions(choice: dict, # one choice of a completions response, as JSON
                ids: list[int], # the token-id prompt it answers
-               mode: str) -> list: # 'echo' or 'prompt_logprobs'
-    "`(logprob, is_top1)` of each prompt token after the first (None first) from one choice."
+               mode: str, # 'echo' or 'prompt_logprobs'
+               start: int=1) -> list: # the first position read (a continuation's); those before it are None
+    "`(logprob, is_top1)` of each prompt token from `start` on (None before it, and for the first) from one choice."
+    start = max(start, 1)   # the first token has no log-prob
     if mode == 'echo':
         lp = choice.get('logprobs') or {}
         vals, tops = lp.get('token_logprobs') or [], lp.get('top_logprobs') or []
         if len(vals) < len(ids) or len(tops) < len(ids):
             raise LogprobAlignmentError(f'echo gave {len(vals)} log-probs for a {len(ids)}-token prompt')
-        return [None] + [(vals[j], vals[j] >= max(tops[j].values()) - 1e-6) for j in range(1, len(ids))]
+        return [None] * start + [(vals[j], vals[j] >= max(tops[j].values()) - 1e-6) for j in range(start, len(ids))]
     rows = choice.get('prompt_logprobs')
     if not rows or len(rows) != len(ids):
         raise LogprobAlignmentError(f'prompt_logprobs gave {len(rows or [])} entries for a {len(ids)}-token prompt')
-    out = [None]
-    for t, row in zip(ids[1:], rows[1:]):   # the token's own entry, and the best of the row (it and the top k)
+    out = [None] * start
+    for t, row in zip(ids[start:], rows[start:]):   # the token's own entry, and the best of the row (it and the top k)
         lp = row[str(t)]['logprob']
         out.append((lp, lp >= max(v['logprob'] for v in row.values()) - 1e-6))
     return out
@@ -403,14 +405,15 @@ def check_logprob_alignment(p: Prober, # the backend's way to its endpoint
 def batch_logprobs(send, # `send(**fields) -> reply`: one retried request (`Prober.send`); the reply as JSON or
                          # as the `openai` client's object
                    prompts: list, # token-id prompts, sent in one request
-                   mode: str) -> list: # 'echo' or 'prompt_logprobs'
-    "Per prompt, `prompt_positions` of its tokens, from one `/v1/completions` request through `send`."
+                   mode: str, # 'echo' or 'prompt_logprobs'
+                   starts: list[int]|None=None) -> list: # per prompt, the first position read (None: all)
+    "Per prompt, `prompt_positions` of its tokens (from its `starts`), from one `/v1/completions` request via `send`."
     kw = dict(echo=True, logprobs=1) if mode == 'echo' else dict(extra_body={'prompt_logprobs': 1})
     out = send(prompt=prompts, max_tokens=1, temperature=0.0, **kw)
     choices = sorted((out if isinstance(out, dict) else out.model_dump())['choices'], key=lambda c: c['index'])
     if len(choices) != len(prompts):
         raise LogprobAlignmentError(f'{len(prompts)} prompts in one request gave {len(choices)} choices')
-    return [prompt_positions(c, ids, mode) for c, ids in zip(choices, prompts)]
+    return [prompt_positions(c, ids, mode, k) for c, ids, k in zip(choices, prompts, starts or [1] * len(prompts))]
 
 def _probe_ids(p: Prober, server: str|None=None) -> str|None:
     ("How the endpoint gives log-probs of token-id prompts: 'echo', 'prompt_logprobs' (asked first of vLLM) or None "
