@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 # %% auto #0
-__all__ = ['RAW_DATA_FIX', 'PROVENANCE', 'USER_ERRORS', 'project_root', 'raw_root', 'raw_path', 'cache_dir', 'UnknownName',
-           'Registry', 'DataError', 'UserError', 'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock',
-           'read_jsonl', 'write_jsonl', 'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance',
-           'provenance_table', 'stable_hash', 'seeded_rng', 'hash_sample', 'Option', 'parse_flag', 'option_type',
-           'options_from', 'UserFixable', 'user_message', 'openai_errors', 'error_line']
+__all__ = ['RAW_DATA_FIX', 'THREAD_VARS', 'PROVENANCE', 'USER_ERRORS', 'project_root', 'raw_root', 'raw_path', 'cache_dir',
+           'usable_cpus', 'thread_share', 'UnknownName', 'Registry', 'DataError', 'UserError', 'ServerError',
+           'check_record', 'SkipLog', 'atomic_write', 'file_lock', 'read_jsonl', 'write_jsonl', 'Provenance',
+           'file_sha256', 'record_provenance', 'capture_provenance', 'provenance_table', 'stable_hash', 'seeded_rng',
+           'hash_sample', 'Option', 'parse_flag', 'option_type', 'options_from', 'UserFixable', 'user_message',
+           'openai_errors', 'error_line']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -55,6 +56,25 @@ def cache_dir(*parts: str) -> Path:
     p = base.joinpath(*parts)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+# %% ../nbs/00_core.ipynb #7c2312bc
+def usable_cpus() -> int:
+    "CPUs this process may run on (its affinity where the platform tells it, else the machine's count)."
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
+# %% ../nbs/00_core.ipynb #4fa99884
+THREAD_VARS = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'RAYON_NUM_THREADS')   # the thread pools torch and tokenizers use
+
+def thread_share(workers: int, # processes running at once
+                 cores: int|None=None, # CPUs they share (default `usable_cpus()`)
+                 environ: dict|None=None) -> dict: # the environment they start from (default `os.environ`)
+    "Variables for one of `workers` processes: `cores // workers` threads (at least 1), none the user set."
+    env = os.environ if environ is None else environ
+    if workers <= 1: return {}
+    n = str(max(1, (cores or usable_cpus()) // workers))
+    share = dict.fromkeys(THREAD_VARS, n) | {'TOKENIZERS_PARALLELISM': 'false'}
+    return {k: v for k, v in share.items() if k not in env}
 
 # %% ../nbs/00_core.ipynb #6d3f2a91
 class UnknownName(KeyError):

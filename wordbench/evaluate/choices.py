@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Sequence
+from ..core import UserError
 from ..models.lm import LM, LMFailure, LoglikelihoodRequest
 
 # %% auto #0
@@ -66,7 +67,9 @@ def score_choices(lm: LM, # any backend, ideally a `CachedLM`
     close = close_choices(before, margin)
     exact = lm.exact() if close else lm   # loaded only when a decision needs it
     if exact is None:
-        raise ValueError(f'{lm!r} has no exact counterpart to re-check close decisions with: pass recheck_margin=0')
+        raise UserError(f'{lm!r} has no exact counterpart to re-check close decisions with',
+                        'pass recheck_margin=0 (--recheck-margin 0), or give a server its float32 reference '
+                        '(--backend-arg reference=NAME_OR_FOLDER, or reference_url=URL)')
     if exact is lm: close = []
     after = list(before)
     if close:

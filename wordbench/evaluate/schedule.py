@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from ..core import UserError, project_root
+from ..core import UserError, project_root, thread_share
 from .tasks import TASKS, grid_tasks
 
 # %% auto #0
@@ -65,13 +65,9 @@ def longest_first(chains: Sequence[tuple[EvalJob, ...]], # `job_chains`' chains
 def worker_env(workers: int, # processes running at once
                cores: int|None=None, # the machine's cores (default: those this process may use)
                environ: dict|None=None) -> dict: # the environment to extend (default `os.environ`)
-    "The environment of one of `workers` concurrent evaluations: `cores // workers` threads each (at least 1)."
+    "The environment of one of `workers` concurrent evaluations: `thread_share`'s threads, the user's kept."
     env = dict(os.environ if environ is None else environ)
-    if workers <= 1: return env
-    cores = cores or len(os.sched_getaffinity(0))
-    n = str(max(1, cores // workers))
-    threads = {'OMP_NUM_THREADS': n, 'MKL_NUM_THREADS': n, 'RAYON_NUM_THREADS': n, 'TOKENIZERS_PARALLELISM': 'false'}
-    return {**env, **threads}
+    return env | thread_share(workers, cores, env)
 
 # %% ../../nbs/06d_evaluate_schedule.ipynb #d2bdbaa9
 def run_jobs(chains: Sequence[tuple[EvalJob, ...]], # chains in the order to start them (`longest_first`)

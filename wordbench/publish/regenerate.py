@@ -7,12 +7,12 @@ from __future__ import annotations
 import json, logging, os, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from ..core import project_root, cache_dir, raw_root, atomic_write, UserError
+from ..core import project_root, cache_dir, raw_root, atomic_write, UserError, thread_share, usable_cpus
 from .analysis import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
-__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'thread_env', 'run_analysis',
-           'regenerate', 'write_figures_index']
+__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate',
+           'write_figures_index']
 
 # %% ../../nbs/89b_publish_regenerate.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -87,19 +87,6 @@ def stable_notebook(nb): # an executed notebook (nbformat node), changed in plac
 class AnalysisFailed(RuntimeError):
     "An analysis notebook raised; its executed copy holds the error."
 
-# %% ../../nbs/89b_publish_regenerate.ipynb #4e0c2a72
-def _cpus() -> int:
-    "CPUs this process may run on (its affinity where the platform tells it, else the machine's count)."
-    try: return len(os.sched_getaffinity(0))
-    except AttributeError: return os.cpu_count() or 1
-
-_THREAD_VARS = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')
-
-def thread_env(workers: int) -> dict: # analyses running at once, each in its own kernel
-    "Variables that share the CPUs among `workers` kernels: `CPUs // workers` OpenMP/MKL threads each (at least 1)."
-    if workers <= 1: return {}
-    return {v: str(max(1, _cpus() // workers)) for v in _THREAD_VARS if v not in os.environ}
-
 # %% ../../nbs/89b_publish_regenerate.ipynb #5763aa7e
 def _kernel_manager(env: dict) -> type:
     "A jupyter kernel manager class whose kernels start with `env` on top of this process's environment."
@@ -135,12 +122,12 @@ def regenerate(names: list|None=None, # analyses to run (default: every register
                **params) -> list[Path]: # extra parameters passed to every notebook
     "Run analysis templates through papermill; the executed notebooks (in `out_dir/notebooks/`), in the order asked."
     todo = [ANALYSES[n] for n in dict.fromkeys(names or [a.name for a in ANALYSES.values() if a.main])]
-    workers = min(2, _cpus()) if workers is None else workers
+    workers = min(2, usable_cpus()) if workers is None else workers
     if workers < 1: raise UserError(f'workers must be at least 1, got {workers}', 'give 1 or more')
     workers = max(1, min(workers, len(todo)))
     out_dir = Path(out_dir or project_root()/'figures').resolve()
     (out_dir/'notebooks').mkdir(parents=True, exist_ok=True)
-    options, env = {k: v for k, v in (options or {}).items() if v is not None}, thread_env(workers)
+    options, env = {k: v for k, v in (options or {}).items() if v is not None}, thread_share(workers)
     def run(a: Analysis) -> Path|None:
         t = time.time()
         log.info(f'{a.name} ...')
