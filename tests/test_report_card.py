@@ -14,7 +14,7 @@ RANDOM_GRIDS = {'winodict': ['pairs=3', 'shots=[0]'], 'probes-cloze': ['pairs=4'
                 'newterm-coma-ll': ['sample=3']}   # a small grid per system: the test runs in about a minute
 
 
-def test_report_runs_a_model_and_writes_every_section(tmp_path):
+def test_report_runs_a_model_and_writes_every_section(tmp_path, capsys, monkeypatch):
     env = {**os.environ, 'PYTHONPATH': str(ROOT), 'WORDBENCH_CACHE': str(tmp_path/'cache')}
     args = [sys.executable, '-m', 'wordbench.cli', 'report', '--model', 'toy', '--backend', 'dummy',
             '--tasks', *TASKS, *SMALL, '--results', str(tmp_path/'res'), '--out', str(tmp_path/'card')]
@@ -35,9 +35,24 @@ def test_report_runs_a_model_and_writes_every_section(tmp_path):
     assert html.count('<table') == 3 + len(TASKS) and '<img src="card.png"' in html
     for name in TASKS: assert (tmp_path/'res'/f'{name}_toy.csv.gz').exists()
     first = {p.name: p.read_bytes() for p in card.iterdir()}
-    assert main(['report', '--model', 'toy', '--no-eval', '--tasks', *TASKS, '--results', str(tmp_path/'res'),
-                 '--out', str(card)]) == 0
+    monkeypatch.delenv('WORDBENCH_RERUN', raising=False)
+    again = ['report', '--model', 'toy', '--no-eval', '--tasks', *TASKS, '--results', str(tmp_path/'res'),
+             '--out', str(card)]
+    assert main(again) == 0
     assert {p.name: p.read_bytes() for p in card.iterdir()} == first
+    # nothing changed since: the card is kept as it is; an edited file of the card, or new results, write it again
+    written = {p.name: p.stat().st_mtime_ns for p in card.iterdir()}
+    capsys.readouterr()
+    assert main(again) == 0
+    assert 'the card of toy is up to date' in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime_ns for p in card.iterdir()} == written
+    (card/'card_rows.md').write_text('edited')
+    assert main(again) == 0
+    assert (card/'card_rows.md').read_bytes() == first['card_rows.md']
+    (tmp_path/'res'/'unrelated.txt').write_text('a new file in the results folder')
+    capsys.readouterr()
+    assert main(again) == 0
+    assert 'up to date' not in capsys.readouterr().err
 
 
 def test_unknown_task_is_one_line(capsys):

@@ -15,7 +15,7 @@ from .evaluate.schedule import run_results
 from .evaluate.verify import cpu_summary, verify, verify_report
 from .evaluate.check_server import check_report, check_server
 from .publish.analysis import ANALYSES
-from .publish.card import write_card
+from .publish.card import refresh_card, write_card
 from .publish.export import HF_EXPORTS, LM_EVAL_EXPORTS, export_hf, export_lm_eval
 from .publish.inspect_logs import export_inspect
 from .publish.regenerate import AnalysisFailed, regenerate
@@ -223,7 +223,8 @@ def _report(a) -> int:
     merge_shards(a.tasks, [a.model], a.results)   # a sharded run's parts first: the card shows the whole run
     skipped = {} if a.no_eval else evaluate_model(**_given(
         a, evaluate_model, lm_options=_lm_options(a), task_options=parse_key_values(a.task_option, '--task-option')))
-    for p in write_card(**_given(a, write_card, tasks=a.tasks or in_system_order(TASKS))): print(p)
+    card = refresh_card if a.no_eval else write_card   # --no-eval: a current card is kept
+    for p in card(**_given(a, write_card, tasks=a.tasks or in_system_order(TASKS))): print(p)
     for name, why in skipped.items(): print(f'wordbench: {name} not evaluated: {why}', file=sys.stderr)
     return 0
 

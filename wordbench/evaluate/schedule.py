@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
 from ..core import UserError, project_root, thread_share
+from .stamps import checkout_inputs, current_outputs, inputs_digest, record_stamp
+from .results import results_path
+from .run_record import record_paths
 from .tasks import TASKS, grid_tasks
 
 # %% auto #0
-__all__ = ['EvalJob', 'job_chains', 'job_estimates', 'longest_first', 'worker_env', 'run_jobs', 'check_jobs', 'run_results']
+__all__ = ['SERVED', 'EvalJob', 'job_chains', 'job_estimates', 'longest_first', 'worker_env', 'run_jobs', 'check_jobs',
+           'chain_step', 'chain_outputs', 'chain_inputs', 'run_results']
 
 # %% ../../nbs/06d_evaluate_schedule.ipynb #599fdeff
 @dataclass(frozen=True)
@@ -105,18 +109,53 @@ def check_jobs(done: Sequence[tuple[EvalJob, int, float]]) -> None: # `run_jobs`
     if failed: raise UserError(f'{len(failed)} of {len(done)} evaluations failed: ' + '; '.join(map(str, failed)),
                                'rerun one with `wordbench eval ' + str(failed[0]) + '` (its finished work is cached)')
 
+# %% ../../nbs/06d_evaluate_schedule.ipynb #a6087fd7
+SERVED = ('--backend', '--base-url', '--backend-arg')   # eval options that bring a served model: never skipped
+
+def chain_step(chain: Sequence[EvalJob], eval_options: Sequence[str]=()) -> str:
+    "The stamp name of a chain: its `wordbench eval` commands."
+    return 'results ' + ' && '.join(' '.join(j.argv(eval_options)) for j in chain)
+
+def chain_outputs(chain: Sequence[EvalJob], eval_options: Sequence[str]=()) -> list[Path]:
+    "The files a chain's evaluations write that exist: each results file, its run record and its samples."
+    out = eval_options[list(eval_options).index('--out') + 1] if '--out' in eval_options else None
+    files = [f for j in chain for p in [results_path(j.task, j.model, out)] for f in (p, *record_paths(p))]
+    return [f for f in dict.fromkeys(files) if f.exists()]
+
+# %% ../../nbs/06d_evaluate_schedule.ipynb #e685c98e
+def chain_inputs(chain: Sequence[EvalJob], # one chain of `job_chains`
+                 eval_options: Sequence[str], # options of every `wordbench eval`
+                 checkout: str # `checkout_inputs(['results'])`: what every evaluation reads
+                ) -> str|None:
+    "Digest of what a chain reads: `checkout`, its commands, its models' weights; `None` when the weights have no name."
+    from wordbench.resources import LOCAL_MODELS, model_identity
+    if any(o.split('=')[0] in SERVED for o in eval_options): return None
+    models = sorted({j.model for j in chain})
+    if not all(m in LOCAL_MODELS or (Path(m).expanduser()/'config.json').is_file() for m in models): return None
+    return inputs_digest(checkout, chain_step(chain, eval_options), [model_identity(m) for m in models])
+
 # %% ../../nbs/06d_evaluate_schedule.ipynb #02a1d4ff
 def run_results(models: Sequence[str], # models of the grid
                 grid: str='cpu', # the named grid every model runs
                 strategy_models: Sequence[str]=(), # models that also run GRID-strategies
                 workers: int=2, # evaluations at once, each with cores // workers threads
                 profile: str|None=None, # seconds per job (default: figures/main_job_profile_tasks.csv)
-                eval_options: Sequence[str]=() # options of every `wordbench eval`, e.g. ['--batch-size', '8']
+                eval_options: Sequence[str]=(), # options of every `wordbench eval`, e.g. ['--batch-size', '8']
+                say: Callable=print # where the queue's lines go
                ) -> list[tuple[EvalJob, int, float]]:
-    "Every registered task's `grid` for `models` as a queue (`run_jobs`); a `UserError` naming any failed job."
+    "The registered tasks' `grid` for `models` as a queue (`run_jobs`), current chains skipped; `UserError` on failure."
     grid_tasks(grid)   # a grid no task has: one line
     est = job_estimates(profile or project_root()/'figures'/'main_job_profile_tasks.csv')
     chains = longest_first(job_chains(TASKS, grid, models, strategy_models), est)
-    done = run_jobs(chains, workers, lambda j: [sys.executable, '-m', 'wordbench', *j.argv(eval_options)])
+    checkout = checkout_inputs(['results'])   # what every evaluation reads
+    keys = {c: chain_inputs(c, eval_options, checkout) for c in chains}
+    current = [c for c in chains if keys[c] and current_outputs(chain_step(c, eval_options), keys[c]) is not None]
+    for c in current: say(f'== up to date: {chain_step(c).removeprefix("results ")} (WORDBENCH_RERUN=1 runs it)')
+    todo = [c for c in chains if c not in current]
+    done = run_jobs(todo, workers, lambda j: [sys.executable, '-m', 'wordbench', *j.argv(eval_options)], say=say)
+    ok = {j for j, rc, _ in done if rc == 0}
+    for c in todo:
+        if keys[c] and all(j in ok for j in c):
+            record_stamp(chain_step(c, eval_options), keys[c], chain_outputs(c, eval_options))
     check_jobs(done)
     return done

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/09b_publish_card.ipynb #3a7b09bb
 from __future__ import annotations
-import html
+import html, json, sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,13 +15,16 @@ from .analysis import save_figure, save_table
 from ..stats import unit_accuracy, paired_units
 from .verdict import VERDICTS, card_verdicts, degenerate_reasons, headline_rows, system_sentence
 from ..evaluate.results import results_path
+from ..evaluate.stamps import RERUN_VAR, checkout_inputs, current_outputs, inputs_digest, record_stamp
+from ..evaluate.stamps import tree_digest
 from ..evaluate.tasks import TASKS
 
 # %% auto #0
 __all__ = ['CARD_COLUMNS', 'UNIT_NAMES', 'CARDS', 'PAIRED_COLUMNS', 'VERDICT_COLOURS', 'unit_column', 'cell_health', 'feature_p',
            'feature_levels', 'ours_row', 'ref_row', 'majority_row', 'Card', 'register_card', 'default_card',
            'task_protocol', 'reply_health', 'run_facts', 'is_base_model', 'model_card', 'other_models', 'paired_cells',
-           'card_table', 'card_figure', 'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card']
+           'card_table', 'card_figure', 'headline_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'write_card',
+           'refresh_card']
 
 # %% ../../nbs/09b_publish_card.ipynb #f94b67a9
 CARD_COLUMNS = ('setting', 'kind', 'name', 'value', 'lo', 'hi', 'n', 'unit', 'unparsable', 'capped', 'empty', 'echo',
@@ -475,4 +478,17 @@ def write_card(model: str, # the model name, as evaluated
     paths += save_table(rows, 'card_rows', out)
     paths.append(atomic_write(out/'README.md', blocks_markdown(blocks)))
     paths.append(atomic_write(out/'index.html', blocks_html(blocks, f'Report card: {model}')))
+    return paths
+
+# %% ../../nbs/09b_publish_card.ipynb #585711dc
+def refresh_card(**kw) -> list[Path]: # `write_card`'s arguments
+    "`write_card`, unless the card was written from the same inputs and is unchanged: then its files as they are."
+    step = 'card ' + json.dumps(kw, sort_keys=True, default=str)
+    results = tree_digest([kw['results']]) if kw.get('results') else ''   # a results folder outside data/
+    key = inputs_digest(checkout_inputs(), step, results)
+    if (kept := current_outputs(step, key)) is not None:
+        print(f"wordbench: the card of {kw['model']} is up to date ({RERUN_VAR}=1 writes it again)", file=sys.stderr)
+        return kept
+    paths = write_card(**kw)
+    record_stamp(step, key, paths)
     return paths

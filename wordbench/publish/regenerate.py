@@ -8,11 +8,12 @@ import json, logging, os, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from ..core import project_root, cache_dir, raw_root, atomic_write, UserError, thread_share, usable_cpus
+from ..evaluate.stamps import checkout_inputs, current_outputs, inputs_digest, record_stamp, tree_digest
 from .analysis import ANALYSES, Analysis, register_analysis
 
 # %% auto #0
-__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'run_analysis', 'regenerate',
-           'write_figures_index']
+__all__ = ['log', 'SHARED_ANALYSES', 'merge_streams', 'stable_notebook', 'AnalysisFailed', 'analysis_parameters', 'run_analysis',
+           'analysis_files', 'analysis_inputs', 'regenerate', 'write_figures_index']
 
 # %% ../../nbs/89b_publish_regenerate.ipynb #3d2c9ca3
 log = logging.getLogger(__name__)
@@ -87,6 +88,13 @@ def stable_notebook(nb): # an executed notebook (nbformat node), changed in plac
 class AnalysisFailed(RuntimeError):
     "An analysis notebook raised; its executed copy holds the error."
 
+# %% ../../nbs/89b_publish_regenerate.ipynb #b0af3bd3
+def analysis_parameters(a: Analysis, out_dir: Path, # the analysis; where its tables and figures go
+                        options: dict, params: dict) -> dict: # run-wide options its `params_from` reads; the rest
+    "The parameters papermill gives `a`'s template: `out_dir`, its own, those chosen from `options`, then `params`."
+    chosen = {p: options[o] for p, o in a.params_from.items() if o in options}
+    return {'out_dir': str(out_dir), **a.params, **chosen, **params}
+
 # %% ../../nbs/89b_publish_regenerate.ipynb #5763aa7e
 def _kernel_manager(env: dict) -> type:
     "A jupyter kernel manager class whose kernels start with `env` on top of this process's environment."
@@ -105,8 +113,7 @@ def run_analysis(a: Analysis, # a registered analysis
     "Execute one analysis template with papermill; the stable executed notebook (also when it failed)."
     import papermill as pm, nbformat
     executed = out_dir/'notebooks'/f'{a.name}.ipynb'
-    chosen = {p: options[o] for p, o in a.params_from.items() if o in options}
-    pars = {'out_dir': str(out_dir), **a.params, **chosen, **params}
+    pars = analysis_parameters(a, out_dir, options, params)
     kernel = {'kernel_manager_class': _kernel_manager(env)} if env else {}
     try: pm.execute_notebook(str(a.notebook()), str(executed), parameters=pars, kernel_name='python3',
                              resources={'metadata': {'path': str(a.notebook().parent)}}, progress_bar=False, **kernel)
@@ -114,13 +121,23 @@ def run_analysis(a: Analysis, # a registered analysis
         if executed.exists(): nbformat.write(stable_notebook(nbformat.read(executed, as_version=4)), executed)
     return executed
 
+# %% ../../nbs/89b_publish_regenerate.ipynb #c48b6663
+def analysis_files(a: Analysis, out_dir: Path) -> list[Path]:
+    "The tables and figures `a` wrote into `out_dir`: files named by its prefix (as the figures index lists them)."
+    return sorted(p for p in Path(out_dir).glob(f'{a.name}*') if p.suffix in {'.csv', '.md', '.png', '.svg'})
+
+def analysis_inputs(a: Analysis, pars: dict, # the analysis and its parameters (`analysis_parameters`)
+                    checkout: str) -> str: # `checkout_inputs()`: what every step reads
+    "Digest of what one run of `a` reads: `checkout`, the template's content, its parameters."
+    return inputs_digest(checkout, a.name, tree_digest([a.notebook()]), pars)
+
 # %% ../../nbs/89b_publish_regenerate.ipynb #d7f59ed9
 def regenerate(names: list|None=None, # analyses to run (default: every registered one with `main`, in order)
                out_dir: str|Path|None=None, # where tables and figures go (default: `figures/`)
                options: dict|None=None, # run-wide options the templates' `params_from` read, e.g. {'models': [...]}
                workers: int|None=None, # analyses run at once, each in its own kernel (default: 2, or 1 on one CPU)
                **params) -> list[Path]: # extra parameters passed to every notebook
-    "Run analysis templates through papermill; the executed notebooks (in `out_dir/notebooks/`), in the order asked."
+    "Run analysis templates through papermill (a current main one skipped); the executed notebooks, in order."
     todo = [ANALYSES[n] for n in dict.fromkeys(names or [a.name for a in ANALYSES.values() if a.main])]
     workers = min(2, usable_cpus()) if workers is None else workers
     if workers < 1: raise UserError(f'workers must be at least 1, got {workers}', 'give 1 or more')
@@ -128,13 +145,19 @@ def regenerate(names: list|None=None, # analyses to run (default: every register
     out_dir = Path(out_dir or project_root()/'figures').resolve()
     (out_dir/'notebooks').mkdir(parents=True, exist_ok=True)
     options, env = {k: v for k, v in (options or {}).items() if v is not None}, thread_share(workers)
+    checkout = checkout_inputs() if any(a.main for a in todo) else ''
     def run(a: Analysis) -> Path|None:
-        t = time.time()
+        t, step = time.time(), f'regenerate {a.name} {out_dir}'
+        key = analysis_inputs(a, analysis_parameters(a, out_dir, options, params), checkout) if a.main else None
+        if key and current_outputs(step, key) is not None:
+            log.info(f'{a.name} up to date')
+            return out_dir/'notebooks'/f'{a.name}.ipynb'
         log.info(f'{a.name} ...')
         try: executed = run_analysis(a, out_dir, options, params, env)
         except Exception as e:
             log.error(f'{a.name} FAILED ({type(e).__name__})')
             return None
+        if key: record_stamp(step, key, [executed, *analysis_files(a, out_dir)])
         log.info(f'{a.name} done in {time.time() - t:.0f}s')
         return executed
     if workers == 1: ran = [run(a) for a in todo]
