@@ -4,13 +4,13 @@
 
 # %% ../../nbs/03d_models_openai_transport.ipynb #7b3d9a41
 from __future__ import annotations
-import random, inspect, functools
-import openai, httpx
+import random, inspect, functools, json
+import openai, httpx, orjson
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from ..core import UserError, ServerError
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'FATAL', 'jittered_backoff', 'retry_policy', 'server_errors', 'json_replies']
+__all__ = ['RETRYABLE', 'FATAL', 'jittered_backoff', 'retry_policy', 'server_errors', 'reply_json', 'json_replies']
 
 # %% ../../nbs/03d_models_openai_transport.ipynb #fe687b79
 # a timed-out call (an `APIConnectionError` subclass) is not retried: the server may still be computing it
@@ -69,7 +69,13 @@ def server_errors(method):
         except _FAULTS as e: raise _server_error(self.base_url, method.__name__, e) from e
     return wrapped
 
+# %% ../../nbs/03d_models_openai_transport.ipynb #6d0fb312
+def reply_json(body: bytes): # a reply's body
+    "The reply's JSON as `json.loads` reads it, decoded by orjson where it can (it refuses NaN and Infinity)."
+    try: return orjson.loads(body)
+    except orjson.JSONDecodeError: return json.loads(body)
+
 # %% ../../nbs/03d_models_openai_transport.ipynb #d5a0e002
 def json_replies(api): # an `openai` client's resource, e.g. `client.completions`
     "`api.create`, its reply as plain JSON (a dict): the raw-response route, so no `openai` object is built per token."
-    return lambda **fields: api.with_raw_response.create(**fields).http_response.json()
+    return lambda **fields: reply_json(api.with_raw_response.create(**fields).http_response.content)
