@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools, hashlib, json, os, subprocess, sys
 from pathlib import Path
 from typing import Iterable
-from ..core import atomic_write, cache_dir, project_root, raw_root
+from ..core import atomic_write, cache_dir, file_sha256, project_root, raw_root
 
 # %% auto #0
 __all__ = ['IGNORED_NAMES', 'IGNORED_SUFFIXES', 'RERUN_VAR', 'tree_digest', 'environment_digest', 'head_commit',
@@ -72,7 +72,7 @@ def stamp_file(step: str) -> Path: # a step's name with its arguments, e.g. 'reg
     return cache_dir('stamps')/f'{name}.json'
 
 def _content(path: Path) -> str|None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return file_sha256(path, 64) if path.is_file() else None
 
 # %% ../../nbs/06c1_evaluate_stamps.ipynb #e512e5b8
 def record_stamp(step: str, # the step (`stamp_file`)
