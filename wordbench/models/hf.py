@@ -14,7 +14,7 @@ from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_pref
                                         transformers_identity, pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention)
-from .hf_generate import DecodeEngine, DecodeLimits
+from .hf_generate import DecodeEngine, DecodeLimits, layer_masks, sliding_layers
 from ..core import cache_dir, atomic_write, file_lock
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class HFCausalLM(LM):
         "Window, sliding window, logit soft-cap, decoder body, output head, pad and end-of-sequence ids."
         cfg, gen, tok = self.model.config.get_text_config(), self.model.generation_config, self.tokenizer
         self.max_length = max_length or getattr(cfg, 'max_position_embeddings', None) or 2048
-        self.window = getattr(cfg, 'sliding_window', None)   # rows longer than a sliding window are never packed
+        self.window, self.layer_types = sliding_layers(cfg)   # the sliding layers' window (None: no layer slides)
         self.softcap = getattr(cfg, 'final_logit_softcapping', None)
         self.decoder, self.lm_head = self.model.get_decoder(), self.model.get_output_embeddings()
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
@@ -251,13 +251,17 @@ def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
     return ids, seg, pos, ends
 
 # %% ../../nbs/03j_models_hf.ipynb #b3513d45
-def tree_mask(segments, dtype): # segments `[batch, width]`: 0 prefix, k member, -1 padding
-    "Additive attention mask `[batch, 1, width, width]`: causal, within the prefix or a token's own segment."
+def tree_mask(segments, # `[batch, width]`: 0 prefix, k member, -1 padding
+              positions, # `[batch, width]`: each token's position in its own member's sequence
+              dtype, # of the additive mask (the model's)
+              window: int|None=None, # the sliding layers' window (None: no layer slides)
+              layer_types=None): # the config's per-layer types (`sliding_layers`)
+    "Additive 4-D attention mask (one per layer type where some slide): causal, within the prefix or own segment."
     import torch
     w = segments.shape[1]
-    causal = torch.ones(w, w, dtype=torch.bool).tril()
+    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
     allowed = causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
-    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    return layer_masks(allowed, positions, positions, window, layer_types, dtype)
 
 # %% ../../nbs/03j_models_hf.ipynb #5e111cab
 @dataclass
@@ -320,9 +324,10 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
     def run(batch):
         width = len(batch[0][0][0])
         ids = pad([pk[0] for pk, _ in batch], width, self.pad_id)
-        seg, pos = pad([pk[1] for pk, _ in batch], width, -1), pad([pk[2] for pk, _ in batch], width, 0)
-        mask = tree_mask(seg, self.model.dtype).to(self.device)
-        hidden = self._hidden(ids.to(self.device), mask, pos.to(self.device))
+        seg = pad([pk[1] for pk, _ in batch], width, -1).to(self.device)
+        pos = pad([pk[2] for pk, _ in batch], width, 0).to(self.device)
+        mask = tree_mask(seg, pos, self.model.dtype, self.window, self.layer_types)
+        hidden = self._hidden(ids.to(self.device), mask, pos)
         spots = [(b, end, rows[i]) for b, (pk, ms) in enumerate(batch) for end, i in zip(pk[3], ms)]
         for i, res in zip([i for _, ms in batch for i in ms], self._score(hidden, spots)): results[i] = res
         self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)
@@ -333,8 +338,7 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
 # %% ../../nbs/03j_models_hf.ipynb #48238875
 @patch
 def _shareable(self: HFCausalLM, row) -> int:
-    "How many leading tokens of `row` may come from a shared prefix (0 for rows longer than a sliding window)."
-    if self.window is not None and len(row.x) > self.window: return 0
+    "How many leading tokens of `row` may come from a shared prefix: all but its targets (sliding layers too)."
     return len(row.x) - len(row.targets)
 
 @patch

@@ -17,8 +17,9 @@ from .hf_kernels import slot_cache, shared_columns
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'DecodeLimits', 'GenRow', 'DecodeEngine',
-           'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks', 'sample_token']
+__all__ = ['log', 'PREFILL_CHUNK', 'PREFILL_GROUP_TOKENS', 'PREFIX_ATTENTION_MIN', 'DecodeLimits', 'GenRow', 'sliding_layers',
+           'DecodeEngine', 'plan_batches', 'prefix_tree', 'tree_attention', 'prefill_groups', 'layer_masks',
+           'sample_token']
 
 # %% ../../nbs/03i_models_hf_generate.ipynb #32b6a104
 PREFILL_CHUNK = 512  # packed prompt tokens per forward pass in the prefill (bounds the attention matrix)
@@ -55,6 +56,13 @@ class GenRow:
     ended: bool = False  # the row has ended (an out-of-memory retry keeps its reply)
     failed: str = ''     # why the row has no reply (non-finite logits), else ''
 
+# %% ../../nbs/03i_models_hf_generate.ipynb #b7d1c2e1
+def sliding_layers(cfg) -> tuple[int|None, list|None]: # a text config (`config.get_text_config()`)
+    "`(window, layer types)`: the sliding layers' window (None: no layer slides) and the config's per-layer types."
+    types, window = getattr(cfg, 'layer_types', None), getattr(cfg, 'sliding_window', None)
+    slides = window is not None and (types is None or 'sliding_attention' in types)
+    return (window if slides else None), types
+
 # %% ../../nbs/03i_models_hf_generate.ipynb #4a155282
 class DecodeEngine:
     "Batched decoding over a decoder body and an output head: prompts as a prefix tree, rows leaving as they end."
@@ -75,9 +83,7 @@ class DecodeEngine:
         self.kv_shapes, self.kv_dtype, self.device = [(heads, dim)] * cfg.num_hidden_layers, weight.dtype, weight.device
         layers = getattr(decoder, 'layers', None)   # a model spread by a device_map: each layer's cache on its device
         self.kv_devices = [next(m.parameters()).device for m in layers] if layers is not None else self.device
-        self.layer_types, window = getattr(cfg, 'layer_types', None), getattr(cfg, 'sliding_window', None)
-        slides = window is not None and (self.layer_types is None or 'sliding_attention' in self.layer_types)
-        self.window = window if slides else None   # the sliding layers' window (None: no layer slides)
+        self.window, self.layer_types = sliding_layers(cfg)   # window None: no layer slides
         self.softcap = getattr(cfg, 'final_logit_softcapping', None)
         self.mask_dtype = weight.dtype   # additive masks: every attention implementation reads them alike
 
