@@ -66,13 +66,16 @@ def package_versions(names: Sequence[str]=VERSIONED) -> dict:
     return out
 
 # %% ../../nbs/04a_evaluate_run_record.ipynb #a40aefde
-def git_hash(root=None) -> str|None: # a git checkout; default: the project
-    "Short commit hash of the checkout (with '-dirty' when it has uncommitted changes); None outside git."
+def git_hash(root=None, # a git checkout; default: the project
+             outputs: Sequence[str]=('data/results', 'figures') # folders a run writes: edits there are no '-dirty'
+            ) -> str|None:
+    "Short commit hash of the checkout (with '-dirty' when its code or inputs differ from it); None outside git."
     try:
         run = lambda *a: subprocess.run(['git', '-C', str(root or project_root()), *a], capture_output=True, text=True,
                                         timeout=10, check=True).stdout.strip()
-        head, dirty = run('rev-parse', '--short', 'HEAD'), run('status', '--porcelain', '--untracked-files=no')
-        return head + ('-dirty' if dirty else '')
+        skip = [f':(exclude){o}' for o in outputs]
+        dirty = run('status', '--porcelain', '--untracked-files=no', '--', '.', *skip)
+        return run('rev-parse', '--short', 'HEAD') + ('-dirty' if dirty else '')
     except (OSError, subprocess.SubprocessError): return None
 
 # %% ../../nbs/04a_evaluate_run_record.ipynb #a66dcea6
