@@ -10,11 +10,13 @@ The rule reads only a table's column names (tokens: the lower-cased name split a
   row whose first cells name one of them (NewTerm's `chance` / `majority` rows, the probes' most frequent targets).
 
 Skipped: `figures/models/` (the report cards: tests/test_report_card.py), `figures/README.md` (an index that repeats
-other files' headline tables) and the files in `EXEMPT`, each with its reason.
+other files' headline tables) and the files in `EXEMPT`, each with its reason. The index itself must be the one
+`write_figures_index` writes from the committed files (a table regenerated alone leaves it stale).
 """
 import csv, re
 from pathlib import Path
 from wordbench.core import project_root
+from wordbench.publish.regenerate import write_figures_index
 
 ROOT = project_root()
 BASELINE_WORDS = {'chance', 'majority', 'baseline', 'frequent', 'uniform', 'neither'}
@@ -98,3 +100,14 @@ def test_each_accuracy_tables_csv_has_the_markdown_columns():
         assert header == tables[0][0][0], p.name
         checked += 1
     assert checked > 20
+
+
+def test_the_figures_index_is_current(tmp_path):
+    "figures/README.md lists and repeats exactly what the committed figures hold now."
+    from wordbench.systems import load_systems
+    load_systems()
+    figures = ROOT/'figures'
+    for p in figures.iterdir():
+        if p.name != 'README.md': (tmp_path/p.name).symlink_to(p)
+    expected = write_figures_index(tmp_path).read_text()
+    assert (figures/'README.md').read_text() == expected, 'run write_figures_index(figures) (or wordbench regenerate)'

@@ -179,7 +179,8 @@ _INDEX_HEAD = ['# figures/', '',
 def write_figures_index(out_dir) -> Path:
     "Write `out_dir/README.md`: every artifact, grouped by the analysis that makes it, with its command and notebook."
     out_dir, lines = Path(out_dir), list(_INDEX_HEAD)
-    for a in ANALYSES.values():
+    shared = {a.name for a in SHARED_ANALYSES}   # first, whatever order the systems were imported in
+    for a in sorted(ANALYSES.values(), key=lambda a: a.name not in shared):
         files = sorted(p.name for p in out_dir.glob(f'{a.name}*') if p.suffix in {'.csv', '.md', '.png', '.svg'})
         if not files: continue
         where = '' if a.main else ' (not in the main job)'
