@@ -59,6 +59,14 @@ def test_matrix(family, attn, folder):
     assert rows and all(r.passed for r in rows), [(r.check, r.detail) for r in rows if not r.passed]
 
 
+
+@pytest.mark.parametrize('family', [f for f in SERVED if 'sdpa' in implementations(f)])
+def test_matrix_chunked_attention(family, folder, monkeypatch):
+    "Packed scoring's SDPA in chunks of 4 queries (`causal_chunked_attention`): every check of the matrix still holds."
+    monkeypatch.setattr('wordbench.models.hf_kernels.CAUSAL_CHUNK', 4)
+    rows = conformance(family, 'sdpa', folder(family, 'sdpa'))
+    assert rows and all(r.passed for r in rows), [(r.check, r.detail) for r in rows if not r.passed]
+
 @pytest.mark.parametrize('family', SERVED)
 def test_score_command(family, folder, tmp_path):
     "`wordbench score` on the folder: log-likelihoods of a plain forward pass, greedy replies of `model.generate`."

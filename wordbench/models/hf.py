@@ -13,7 +13,8 @@ from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodReques
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix,
                                         transformers_identity, pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
-                                         register_prefix_attention)
+                                         register_prefix_attention, register_chunked_attention,
+                                         key_columns, needed_columns)
 from .hf_generate import DecodeEngine, DecodeLimits, layer_masks, sliding_layers
 from ..core import cache_dir, atomic_write, file_lock
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES', 'MASK_ATTENTION',
            'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM', 'auto_batch_rows',
-           'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
+           'pack_group', 'tree_allowed', 'tree_mask', 'calibration_choices', 'generate_alone']
 
 # %% ../../nbs/03j_models_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -97,13 +98,14 @@ class HFCausalLM(LM):
         "`hf:<model identity>:<dtype>[:<device kind>][:len=<window>]` (`transformers_identity`)."
         return transformers_identity(self)
 
-    def _hidden(self, ids, attention_mask=None, position_ids=None):
-        "Last hidden states `[batch, seq, dim]` of the decoder body."
+    def _hidden(self, ids, attention_mask=None, position_ids=None, decoder=None):
+        "Last hidden states `[batch, seq, dim]` of the decoder body (or of `decoder`, a copy of it)."
         import torch
         self.counters['forward_calls'] += 1
+        body = self.decoder if decoder is None else decoder
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            h = self.decoder(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
-                             use_cache=False).last_hidden_state
+            h = body(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
+                     use_cache=False).last_hidden_state
         return h.float() if self.autocast else h
 
     def _logprobs(self, hidden):
@@ -221,7 +223,7 @@ def _release(self: HFCausalLM):
     import gc, torch
     if self.model is None: return
     self.model = self.decoder = self.lm_head = None
-    self.__dict__.pop('_engine', None)
+    for k in ('_engine', '_scoring_decoder'): self.__dict__.pop(k, None)
     gc.collect()
     if torch.cuda.is_available(): torch.cuda.empty_cache()
 
@@ -250,6 +252,14 @@ def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
         ends.append(len(ids))
     return ids, seg, pos, ends
 
+# %% ../../nbs/03j_models_hf.ipynb #209e8b4c
+def tree_allowed(segments): # `[batch, width]`: 0 prefix, k member, -1 padding
+    "Bool `[batch, width, width]`: which keys each query may see (causal, within the prefix or its own segment)."
+    import torch
+    w = segments.shape[1]
+    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
+    return causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
+
 # %% ../../nbs/03j_models_hf.ipynb #b3513d45
 def tree_mask(segments, # `[batch, width]`: 0 prefix, k member, -1 padding
               positions, # `[batch, width]`: each token's position in its own member's sequence
@@ -257,11 +267,7 @@ def tree_mask(segments, # `[batch, width]`: 0 prefix, k member, -1 padding
               window: int|None=None, # the sliding layers' window (None: no layer slides)
               layer_types=None): # the config's per-layer types (`sliding_layers`)
     "Additive 4-D attention mask (one per layer type where some slide): causal, within the prefix or own segment."
-    import torch
-    w = segments.shape[1]
-    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
-    allowed = causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
-    return layer_masks(allowed, positions, positions, window, layer_types, dtype)
+    return layer_masks(tree_allowed(segments), positions, positions, window, layer_types, dtype)
 
 # %% ../../nbs/03j_models_hf.ipynb #5e111cab
 @dataclass
@@ -316,6 +322,16 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
         pbar.update(len(batch))
     self._in_batches(sorted(idx, key=lambda i: -len(rows[i].x)), lambda i: len(rows[i].x), run)
 
+# %% ../../nbs/03j_models_hf.ipynb #8843f22e
+@patch(as_prop=True)
+def scoring_decoder(self: HFCausalLM):
+    "The decoder body packed scoring runs: on the CPU, a copy whose SDPA layers skip keys the mask hides (in chunks)."
+    self._ensure_loaded()
+    if '_scoring_decoder' not in self.__dict__:
+        chunked = self.device.type == 'cpu'
+        self._scoring_decoder = with_attention(self.decoder, register_chunked_attention()) if chunked else self.decoder
+    return self._scoring_decoder
+
 # %% ../../nbs/03j_models_hf.ipynb #1eed0040
 @patch
 def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
@@ -326,8 +342,10 @@ def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
         ids = pad([pk[0] for pk, _ in batch], width, self.pad_id)
         seg = pad([pk[1] for pk, _ in batch], width, -1).to(self.device)
         pos = pad([pk[2] for pk, _ in batch], width, 0).to(self.device)
-        mask = tree_mask(seg, pos, self.model.dtype, self.window, self.layer_types)
-        hidden = self._hidden(ids.to(self.device), mask, pos)
+        allowed = tree_allowed(seg)
+        mask = layer_masks(allowed, pos, pos, self.window, self.layer_types, self.model.dtype)
+        with key_columns(needed_columns(allowed) if self.scoring_decoder is not self.decoder else None):
+            hidden = self._hidden(ids.to(self.device), mask, pos, decoder=self.scoring_decoder)
         spots = [(b, end, rows[i]) for b, (pk, ms) in enumerate(batch) for end, i in zip(pk[3], ms)]
         for i, res in zip([i for _, ms in batch for i in ms], self._score(hidden, spots)): results[i] = res
         self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)

@@ -8,8 +8,10 @@ import copy, math, inspect, functools, contextlib, contextvars
 from typing import Sequence
 
 # %% auto #0
-__all__ = ['PREFIX_ATTENTION', 'packing_available', 'module_copy', 'with_packed_weights', 'shared_columns',
-           'prefix_shared_attention', 'register_prefix_attention', 'with_attention', 'slot_cache', 'internals_missing']
+__all__ = ['PREFIX_ATTENTION', 'CAUSAL_CHUNK', 'CHUNKED_ATTENTION', 'packing_available', 'module_copy', 'with_packed_weights',
+           'shared_columns', 'prefix_shared_attention', 'register_prefix_attention', 'with_attention', 'key_columns',
+           'needed_columns', 'causal_chunked_attention', 'register_chunked_attention', 'slot_cache',
+           'internals_missing']
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #7c19eb2d
 @functools.cache
@@ -105,6 +107,60 @@ def with_attention(module, # a decoder body
         return out
     return module_copy(module, swap)
 
+# %% ../../nbs/03h_models_hf_kernels.ipynb #aad7b0b0
+CAUSAL_CHUNK = 256  # queries per SDPA call of `causal_chunked_attention`
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #acfdc0a5
+_KEY_COLUMNS = contextvars.ContextVar('wordbench_key_columns', default=None)  # set by `key_columns`
+
+@contextlib.contextmanager
+def key_columns(chunks): # `needed_columns`' `[(first query, end, key columns)]` of the batch
+    "Within the block, `causal_chunked_attention` runs `chunks`' queries against just their key columns."
+    token = _KEY_COLUMNS.set(chunks)
+    try: yield
+    finally: _KEY_COLUMNS.reset(token)
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #e1deeb7b
+def needed_columns(allowed # bool `[batch, queries, keys]`: which keys each query may see (a square, causal mask)
+                  ) -> list[tuple]|None:
+    "`[(a, b, columns)]`: each chunk of `CAUSAL_CHUNK` queries, the key columns some query of it sees; None: one chunk."
+    w, c = allowed.shape[1], CAUSAL_CHUNK
+    if w <= c: return None
+    return [(a, min(a + c, w), allowed[:, a:a + c, :a + c].any(1).any(0).nonzero()[:, 0]) for a in range(0, w, c)]
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #1acb1166
+def _at(t, dim: int, # the dimension to take from
+        i): # a slice, or an index tensor
+    "`t`'s entries `i` along `dim`: a view for a slice, a copy for an index tensor (moved to `t`'s device)."
+    if isinstance(i, slice): return t[(slice(None),) * dim + (i,)]
+    return t.index_select(dim, i.to(t.device))
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #2f4a15b5
+def causal_chunked_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    "SDPA in chunks of queries, each against the keys `key_columns` names or those up to its last; the mask is causal."
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    sdpa = functools.partial(sdpa_attention_forward, module, scaling=scaling, dropout=dropout, **kwargs)
+    q, c, off, cols = query.shape[2], CAUSAL_CHUNK, key.shape[2] - query.shape[2], _KEY_COLUMNS.get()
+    if q <= c or off < 0 or attention_mask is None or attention_mask.shape[2] != q:
+        return sdpa(query, key, value, attention_mask)
+    if cols is None or off or cols[-1][1] != q:
+        cols = [(a, min(a + c, q), slice(0, off + a + c)) for a in range(0, q, c)]
+    parts = [sdpa(query[:, :, a:b], _at(key, 2, i), _at(value, 2, i), _at(attention_mask[:, :, a:b], 3, i))[0]
+             for a, b, i in cols]
+    return torch.cat(parts, 1), None
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #eb5c8692
+CHUNKED_ATTENTION = 'wordbench-causal-chunked'  # the name `causal_chunked_attention` is registered under
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #641cedfc
+@functools.cache
+def register_chunked_attention() -> str:
+    "Register `causal_chunked_attention` with transformers' `AttentionInterface` (once); its name."
+    from transformers import AttentionInterface
+    AttentionInterface.register(CHUNKED_ATTENTION, causal_chunked_attention)
+    return CHUNKED_ATTENTION
+
 # %% ../../nbs/03h_models_hf_kernels.ipynb #949ddc7f
 @functools.cache
 def _slot_layer_class():
@@ -157,12 +213,14 @@ def internals_missing() -> list[str]:
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #bf8adbb0
 def _registry_missing() -> list[str]:
-    "What `register_prefix_attention` needs from transformers' attention registry and does not find."
+    "What the two `register_*_attention` functions need from transformers' attention registry and do not find."
     try:
         from transformers import AttentionInterface  # noqa: F401  (the registry must exist)
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     except ImportError as e: return [f'transformers attention registry: {e} (register_prefix_attention)']
-    if ALL_ATTENTION_FUNCTIONS.get(register_prefix_attention()) is not prefix_shared_attention:
+    registered = {register_prefix_attention(): prefix_shared_attention,
+                  register_chunked_attention(): causal_chunked_attention}
+    if any(ALL_ATTENTION_FUNCTIONS.get(name) is not f for name, f in registered.items()):
         return ['AttentionInterface.register no longer makes a function reachable by name in ALL_ATTENTION_FUNCTIONS']
     return []
 
