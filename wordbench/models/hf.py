@@ -14,7 +14,7 @@ from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_pref
                                         transformers_identity, pad, topk_from_logprobs, resolve_device)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention, register_chunked_attention,
-                                         key_columns, needed_columns)
+                                         key_columns, needed_columns, tree_allowed)
 from .hf_generate import DecodeEngine, DecodeLimits, layer_masks, sliding_layers
 from ..core import cache_dir, atomic_write, file_lock
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES', 'MASK_ATTENTION',
            'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM', 'auto_batch_rows',
-           'pack_group', 'tree_allowed', 'tree_mask', 'calibration_choices', 'generate_alone']
+           'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
 
 # %% ../../nbs/03j_models_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -102,10 +102,9 @@ class HFCausalLM(LM):
         "Last hidden states `[batch, seq, dim]` of the decoder body (or of `decoder`, a copy of it)."
         import torch
         self.counters['forward_calls'] += 1
-        body = self.decoder if decoder is None else decoder
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            h = body(input_ids=ids, attention_mask=attention_mask, position_ids=position_ids,
-                     use_cache=False).last_hidden_state
+            h = (self.decoder if decoder is None else decoder)(input_ids=ids, attention_mask=attention_mask,
+                position_ids=position_ids, use_cache=False).last_hidden_state
         return h.float() if self.autocast else h
 
     def _logprobs(self, hidden):
@@ -252,14 +251,6 @@ def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
         ends.append(len(ids))
     return ids, seg, pos, ends
 
-# %% ../../nbs/03j_models_hf.ipynb #209e8b4c
-def tree_allowed(segments): # `[batch, width]`: 0 prefix, k member, -1 padding
-    "Bool `[batch, width, width]`: which keys each query may see (causal, within the prefix or its own segment)."
-    import torch
-    w = segments.shape[1]
-    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
-    return causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
-
 # %% ../../nbs/03j_models_hf.ipynb #b3513d45
 def tree_mask(segments, # `[batch, width]`: 0 prefix, k member, -1 padding
               positions, # `[batch, width]`: each token's position in its own member's sequence
@@ -326,8 +317,7 @@ def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
 @patch(as_prop=True)
 def scoring_decoder(self: HFCausalLM):
     "The decoder body packed scoring runs: on the CPU, a copy whose SDPA layers skip keys the mask hides (in chunks)."
-    self._ensure_loaded()
-    if '_scoring_decoder' not in self.__dict__:
+    if '_scoring_decoder' not in self.__dict__:   # called with the weights loaded (`loglikelihood`)
         chunked = self.device.type == 'cpu'
         self._scoring_decoder = with_attention(self.decoder, register_chunked_attention()) if chunked else self.decoder
     return self._scoring_decoder

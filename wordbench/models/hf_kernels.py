@@ -10,7 +10,7 @@ from typing import Sequence
 # %% auto #0
 __all__ = ['PREFIX_ATTENTION', 'CAUSAL_CHUNK', 'CHUNKED_ATTENTION', 'packing_available', 'module_copy', 'with_packed_weights',
            'shared_columns', 'prefix_shared_attention', 'register_prefix_attention', 'with_attention', 'key_columns',
-           'needed_columns', 'causal_chunked_attention', 'register_chunked_attention', 'slot_cache',
+           'tree_allowed', 'needed_columns', 'causal_chunked_attention', 'register_chunked_attention', 'slot_cache',
            'internals_missing']
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #7c19eb2d
@@ -119,6 +119,14 @@ def key_columns(chunks): # `needed_columns`' `[(first query, end, key columns)]`
     token = _KEY_COLUMNS.set(chunks)
     try: yield
     finally: _KEY_COLUMNS.reset(token)
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #209e8b4c
+def tree_allowed(segments): # `[batch, width]`: 0 prefix, k member, -1 padding
+    "Bool `[batch, width, width]`: which keys each query may see (causal, within the prefix or its own segment)."
+    import torch
+    w = segments.shape[1]
+    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
+    return causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #e1deeb7b
 def needed_columns(allowed # bool `[batch, queries, keys]`: which keys each query may see (a square, causal mask)
