@@ -53,15 +53,20 @@ def with_packed_weights(module): # a decoder body or an output head
     fp32_linear = lambda m: isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.float32
     return module_copy(module, lambda m: _packed_linear_class()(m) if fp32_linear(m) else None)
 
+# %% ../../nbs/03h_models_hf_kernels.ipynb #df8357aa
+@contextlib.contextmanager
+def _setting(var: contextvars.ContextVar, value):
+    "Within the block, `var` holds `value`; after it, what it held before."
+    token = var.set(value)
+    try: yield
+    finally: var.reset(token)
+
 # %% ../../nbs/03h_models_hf_kernels.ipynb #cda4ba54
 _SHARED_COLUMNS = contextvars.ContextVar('wordbench_shared_columns', default=0)  # set by `shared_columns`
 
-@contextlib.contextmanager
 def shared_columns(n: int): # leading key/value columns alike in every row of the batch
     "Within the block, `prefix_shared_attention` reads the first `n` key/value columns once for all rows."
-    token = _SHARED_COLUMNS.set(n)
-    try: yield
-    finally: _SHARED_COLUMNS.reset(token)
+    return _setting(_SHARED_COLUMNS, n)
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #fd2b3a9f
 def prefix_shared_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -86,13 +91,18 @@ def prefix_shared_attention(module, query, key, value, attention_mask, scaling=N
 # %% ../../nbs/03h_models_hf_kernels.ipynb #e94aafb1
 PREFIX_ATTENTION = 'wordbench-prefix-shared'  # the name `prefix_shared_attention` is registered under
 
-# %% ../../nbs/03h_models_hf_kernels.ipynb #742180c0
+# %% ../../nbs/03h_models_hf_kernels.ipynb #0da40bd0
 @functools.cache
+def _register_attention(name: str, function) -> str:
+    "Register `function` with transformers' `AttentionInterface` under `name` (once); `name`."
+    from transformers import AttentionInterface
+    AttentionInterface.register(name, function)
+    return name
+
+# %% ../../nbs/03h_models_hf_kernels.ipynb #742180c0
 def register_prefix_attention() -> str:
     "Register `prefix_shared_attention` with transformers' `AttentionInterface` (once); its name."
-    from transformers import AttentionInterface
-    AttentionInterface.register(PREFIX_ATTENTION, prefix_shared_attention)
-    return PREFIX_ATTENTION
+    return _register_attention(PREFIX_ATTENTION, prefix_shared_attention)
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #3f247ccc
 def with_attention(module, # a decoder body
@@ -113,12 +123,9 @@ CAUSAL_CHUNK = 256  # queries per SDPA call of `causal_chunked_attention`
 # %% ../../nbs/03h_models_hf_kernels.ipynb #acfdc0a5
 _KEY_COLUMNS = contextvars.ContextVar('wordbench_key_columns', default=None)  # set by `key_columns`
 
-@contextlib.contextmanager
 def key_columns(chunks): # `needed_columns`' `[(first query, end, key columns)]` of the batch
     "Within the block, `causal_chunked_attention` runs `chunks`' queries against just their key columns."
-    token = _KEY_COLUMNS.set(chunks)
-    try: yield
-    finally: _KEY_COLUMNS.reset(token)
+    return _setting(_KEY_COLUMNS, chunks)
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #209e8b4c
 def tree_allowed(segments): # `[batch, width]`: 0 prefix, k member, -1 padding
@@ -162,12 +169,9 @@ def causal_chunked_attention(module, query, key, value, attention_mask, scaling=
 CHUNKED_ATTENTION = 'wordbench-causal-chunked'  # the name `causal_chunked_attention` is registered under
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #641cedfc
-@functools.cache
 def register_chunked_attention() -> str:
     "Register `causal_chunked_attention` with transformers' `AttentionInterface` (once); its name."
-    from transformers import AttentionInterface
-    AttentionInterface.register(CHUNKED_ATTENTION, causal_chunked_attention)
-    return CHUNKED_ATTENTION
+    return _register_attention(CHUNKED_ATTENTION, causal_chunked_attention)
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #949ddc7f
 @functools.cache
