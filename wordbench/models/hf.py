@@ -11,7 +11,7 @@ from fastcore.basics import patch
 from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend,
                                  BF16_RECHECK_MARGIN)
 from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix,
-                                        transformers_identity, pad, topk_from_logprobs, resolve_device)
+                                        transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention, register_chunked_attention,
                                          key_columns, needed_columns, tree_allowed)
@@ -191,8 +191,8 @@ def _init_batching(self: HFCausalLM, batch_size):
 # %% ../../nbs/03j_models_hf.ipynb #d63354bb
 @patch
 def _batch_rows(self: HFCausalLM, width: int, left: int) -> int:
-    "Rows of `width` tokens in the next pass, at most `left`: the batch size, or what free memory holds (`auto`)."
-    n = self.batch_size if self.free_bytes is None else auto_batch_rows(
+    "Rows of `width` tokens in the next pass, at most `left`: the batch size within `PASS_TOKENS`, or per free memory."
+    n = min(self.batch_size, max(1, PASS_TOKENS // width)) if self.free_bytes is None else auto_batch_rows(
         self.free_bytes, width, self.model.config.get_text_config(), self.model.dtype.itemsize)
     return max(1, min(n, left, self.batch_cap or n))
 

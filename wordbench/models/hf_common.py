@@ -9,10 +9,10 @@ from typing import Sequence
 from .lm import TopK, TopKRequest
 
 # %% auto #0
-__all__ = ['move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens',
-           'group_by_prefix', 'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix',
-           'resolve_device', 'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks',
-           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
+__all__ = ['PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
+           'unique_prefix_tokens', 'group_by_prefix', 'transformers_identity', 'identity_suffix', 'kernel_suffix',
+           'window_suffix', 'resolve_device', 'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad',
+           'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -178,6 +178,9 @@ def pad(seqs: Sequence[Sequence[int]], # token lists, none longer than `width`
     "A long tensor `[len(seqs), width]`: each list right-padded with `pad_id`."
     import torch
     return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in seqs], dtype=torch.long)
+
+# %% ../../nbs/03g_models_hf_common.ipynb #eba99d10
+PASS_TOKENS = 8192  # tokens (rows x padded width) of one forward pass at most, when the batch size is a number
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e9810214
 def chunks(xs: Sequence, n: int) -> list:
