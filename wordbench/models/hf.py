@@ -10,7 +10,7 @@ from typing import Sequence
 from fastcore.basics import patch
 from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend,
                                  BF16_RECHECK_MARGIN)
-from .hf_common import (encode_pair, encode_text, prefix_token_id, group_by_prefix,
+from .hf_common import (encode_pair, encode_text, prefix_token_id, trie_packs, pack_tree,
                                         transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention, register_chunked_attention,
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'HF_DTYPES', 'AUTOCAST', 'RECHECK_FLOOR', 'RECHECK_MARGINS', 'OVERFLOW_FAMILIES', 'MASK_ATTENTION',
            'ALIBI_TYPES', 'LOGIT_CHUNK', 'GPU_MEMORY_FRACTION', 'CALIBRATION_SAFETY', 'HFCausalLM', 'auto_batch_rows',
-           'pack_group', 'tree_mask', 'calibration_choices', 'generate_alone']
+           'calibration_choices', 'generate_alone']
 
 # %% ../../nbs/03j_models_hf.ipynb #52bc916a
 @register_backend('hf')
@@ -237,29 +237,6 @@ def _ensure_loaded(self: HFCausalLM):
     self.decoder, self.lm_head = self.model.get_decoder(), self.model.get_output_embeddings()
     self.counters['weights_reloaded'] += 1
 
-# %% ../../nbs/03j_models_hf.ipynb #ae624439
-def pack_group(seqs: Sequence[Sequence[int]], # the members' token sequences
-               shared: int # length of their common prefix to compute once
-              ) -> tuple[list, list, list, list]:
-    "`(ids, segments, positions, ends)` of one packed sequence; `ends[k]` is where member k's last token sits + 1."
-    ids, seg, pos, ends = list(seqs[0][:shared]), [0] * shared, list(range(shared)), []
-    for k, s in enumerate(seqs, 1):
-        suffix = list(s[shared:])
-        ids += suffix
-        seg += [k] * len(suffix)
-        pos += range(shared, len(s))
-        ends.append(len(ids))
-    return ids, seg, pos, ends
-
-# %% ../../nbs/03j_models_hf.ipynb #b3513d45
-def tree_mask(segments, # `[batch, width]`: 0 prefix, k member, -1 padding
-              positions, # `[batch, width]`: each token's position in its own member's sequence
-              dtype, # of the additive mask (the model's)
-              window: int|None=None, # the sliding layers' window (None: no layer slides)
-              layer_types=None): # the config's per-layer types (`sliding_layers`)
-    "Additive 4-D attention mask (one per layer type where some slide): causal, within the prefix or own segment."
-    return layer_masks(tree_allowed(segments), positions, positions, window, layer_types, dtype)
-
 # %% ../../nbs/03j_models_hf.ipynb #5e111cab
 @dataclass
 class _Row:
@@ -284,10 +261,10 @@ def _rows(self: HFCausalLM, requests):
 # %% ../../nbs/03j_models_hf.ipynb #89186c7c
 @patch
 def _score(self: HFCausalLM, hidden, spots):
-    "`(logprob, is_greedy)` per `(batch index, end, row)`: the row's targets sit at positions `end - m .. end - 1`."
+    "`(logprob, is_greedy)` per `(batch index, positions, row)`: the row's targets are predicted at `positions`."
     import torch
     b = torch.cat([torch.full((len(r.targets),), i) for i, _, r in spots])
-    t = torch.cat([torch.arange(e - len(r.targets), e) for _, e, r in spots])
+    t = torch.tensor([p for _, at, r in spots for p in at[-len(r.targets):]])
     targets = torch.tensor([tok for _, _, r in spots for tok in r.targets]).to(hidden.device)
     step, tok_lp, greedy = max(1, self.logit_chunk // self.vocab), [], []
     for s in range(0, len(t), step):   # only target positions, `logit_chunk` log-probs at a time
@@ -302,11 +279,11 @@ def _score(self: HFCausalLM, hidden, spots):
 # %% ../../nbs/03j_models_hf.ipynb #c3e670c8
 @patch
 def _run_plain(self: HFCausalLM, rows, idx, results, pbar):
-    "Rows `idx` without a shared prefix: right-padded full sequences, longest first, the model's own causal mask."
+    "Rows `idx` (packs of one row): right-padded full sequences, longest first, the model's own causal mask."
     def run(batch):
         width = len(rows[batch[0]].x)
         hidden = self._hidden(pad([rows[i].x for i in batch], width, self.pad_id).to(self.device))
-        scores = self._score(hidden, [(b, len(rows[i].x), rows[i]) for b, i in enumerate(batch)])
+        scores = self._score(hidden, [(b, range(len(rows[i].x)), rows[i]) for b, i in enumerate(batch)])
         for i, res in zip(batch, scores): results[i] = res
         self.counters['tokens_computed'] += sum(len(rows[i].x) for i in batch)
         self.counters['tokens_padded'] += width * len(batch)
@@ -324,31 +301,27 @@ def scoring_decoder(self: HFCausalLM):
 
 # %% ../../nbs/03j_models_hf.ipynb #1eed0040
 @patch
-def _run_packed(self: HFCausalLM, rows, groups, results, pbar):
-    "Groups `(shared, members)`, each packed into one sequence, in right-padded batches longest first."
-    packs = sorted(((pack_group([rows[i].x for i in ms], p), ms) for p, ms in groups), key=lambda t: -len(t[0][0]))
+def _run_packed(self: HFCausalLM, rows, packs, results, pbar):
+    "`trie_packs`' packs of `rows`, each one sequence (`pack_tree`), in right-padded batches longest first."
+    trees = sorted(((pack_tree([rows[i].x for i, _ in pk], [d for _, d in pk]), [i for i, _ in pk]) for pk in packs),
+                   key=lambda t: -len(t[0][0]))
     def run(batch):
         width = len(batch[0][0][0])
-        ids = pad([pk[0] for pk, _ in batch], width, self.pad_id)
-        seg = pad([pk[1] for pk, _ in batch], width, -1).to(self.device)
-        pos = pad([pk[2] for pk, _ in batch], width, 0).to(self.device)
-        allowed = tree_allowed(seg)
+        ids = pad([tr[0] for tr, _ in batch], width, self.pad_id)
+        reach = pad([tr[1] for tr, _ in batch], width, width).to(self.device)
+        pos = pad([tr[2] for tr, _ in batch], width, 0).to(self.device)
+        allowed = tree_allowed(reach)
         mask = layer_masks(allowed, pos, pos, self.window, self.layer_types, self.model.dtype)
         with key_columns(needed_columns(allowed) if self.scoring_decoder is not self.decoder else None):
             hidden = self._hidden(ids.to(self.device), mask, pos, decoder=self.scoring_decoder)
-        spots = [(b, end, rows[i]) for b, (pk, ms) in enumerate(batch) for end, i in zip(pk[3], ms)]
+        spots = [(b, path, rows[i]) for b, (tr, ms) in enumerate(batch) for path, i in zip(tr[3], ms)]
         for i, res in zip([i for _, ms in batch for i in ms], self._score(hidden, spots)): results[i] = res
-        self.counters['tokens_computed'] += sum(len(pk[0]) for pk, _ in batch)
+        self.counters['tokens_computed'] += sum(len(tr[0]) for tr, _ in batch)
         self.counters['tokens_padded'] += width * len(batch)
         pbar.update(len(spots))
-    self._in_batches(packs, lambda pk: len(pk[0][0]), run)
+    self._in_batches(trees, lambda tr: len(tr[0][0]), run)
 
 # %% ../../nbs/03j_models_hf.ipynb #48238875
-@patch
-def _shareable(self: HFCausalLM, row) -> int:
-    "How many leading tokens of `row` may come from a shared prefix: all but its targets (sliding layers too)."
-    return len(row.x) - len(row.targets)
-
 @patch
 def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
     "`(sum of continuation log-probs, every continuation token is the argmax)` per request."
@@ -356,13 +329,13 @@ def loglikelihood(self: HFCausalLM, requests, progress: bool|None=None):
     from tqdm.auto import tqdm
     self._ensure_loaded()
     rows, index = self._rows(requests)
-    groups = group_by_prefix([r.x for r in rows], [self._shareable(r) for r in rows])
+    packs = trie_packs([r.x for r in rows])
     results = [None] * len(rows)
     show = progress if progress is not None else (self.progress if self.progress is not None else len(rows) >= 256)
     bar = tqdm(total=len(rows), disable=not show, file=sys.stderr, desc='hf loglikelihood')
     with torch.inference_mode(), bar as pbar:
-        self._run_packed(rows, [g for g in groups if g[0] > 0], results, pbar)
-        self._run_plain(rows, [i for p, ms in groups if p == 0 for i in ms], results, pbar)
+        self._run_packed(rows, [pk for pk in packs if len(pk) > 1], results, pbar)
+        self._run_plain(rows, [pk[0][0] for pk in packs if len(pk) == 1], results, pbar)
     self.counters['requests'] += len(requests)
     self.counters['tokens_input'] += sum(len(r.x) for r in rows)
     return self._finite(requests, [results[i] for i in index], 'loglikelihood', lambda r: math.isfinite(r[0]))

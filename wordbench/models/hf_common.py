@@ -9,10 +9,11 @@ from typing import Sequence
 from .lm import TopK, TopKRequest
 
 # %% auto #0
-__all__ = ['PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair', 'common_prefix_length',
-           'unique_prefix_tokens', 'group_by_prefix', 'transformers_identity', 'identity_suffix', 'kernel_suffix',
-           'window_suffix', 'resolve_device', 'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad',
-           'chunks', 'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
+__all__ = ['PACK_TOKENS', 'PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
+           'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree', 'transformers_identity',
+           'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device', 'positive_or_auto',
+           'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'word_initial_ids', 'marks_word_start',
+           'topk_from_logprobs']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -60,29 +61,42 @@ def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
         prev = s
     return total
 
+# %% ../../nbs/03g_models_hf_common.ipynb #6147f1be
+PACK_TOKENS = 4096  # tokens of one packed row at most (a longer sequence is a pack of its own)
+
 # %% ../../nbs/03g_models_hf_common.ipynb #3679d966
-def group_by_prefix(seqs: Sequence[Sequence[int]], # token sequences (model inputs)
-                    max_shared: Sequence[int], # per sequence: most leading tokens it may share
-                    max_members: int=64) -> list[tuple[int, list[int]]]: # largest group considered
-    "Groups `(shared prefix length, member indices)` of sorted neighbours that save the most tokens."
+def trie_packs(seqs: Sequence[Sequence[int]], # token sequences (model inputs)
+               max_tokens: int=PACK_TOKENS, # tokens of one pack at most
+               max_members: int=512) -> list[list[tuple[int, int]]]: # largest pack considered
+    "Packs `[(index, depth)]` of sorted neighbours: each member's first `depth` tokens are the previous member's."
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
-    adj = [common_prefix_length(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
-    # best[j]: savings of order[:j]; cut[j]: start of its last run
-    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
+    lcp = [0] + [common_prefix_length(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
+    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)   # best[j]: tokens recomputed at the cuts of order[:j]
     for j in range(1, len(order) + 1):
-        shared = max_shared[order[j - 1]]
-        best[j], cut[j] = best[j - 1], j - 1
-        for i in range(j - 2, max(-1, j - 1 - max_members), -1):   # run order[i:j]
-            shared = min(shared, adj[i], max_shared[order[i]])
-            if shared <= 0: break
-            if best[i] + (j - 1 - i) * shared > best[j]: best[j], cut[j] = best[i] + (j - 1 - i) * shared, i
-    groups, j = [], len(order)
+        best[j], cut[j], size = best[j - 1] + lcp[j - 1], j - 1, len(seqs[order[j - 1]])
+        for i in range(j - 2, max(-1, j - 1 - max_members), -1):   # the pack order[i:j]
+            size += len(seqs[order[i]]) - lcp[i + 1]
+            if size > max_tokens: break
+            if best[i] + lcp[i] < best[j]: best[j], cut[j] = best[i] + lcp[i], i
+    packs, j = [], len(order)
     while j > 0:
-        i = cut[j]
-        ms = order[i:j]
-        groups.append((min([max_shared[m] for m in ms] + adj[i:j - 1]), ms))
-        j = i
-    return groups[::-1]
+        packs.append([(order[cut[j]], 0)] + [(order[m], lcp[m]) for m in range(cut[j] + 1, j)])
+        j = cut[j]
+    return packs[::-1]
+
+# %% ../../nbs/03g_models_hf_common.ipynb #0a05153b
+def pack_tree(seqs: Sequence[Sequence[int]], # a pack's members' token sequences, in `trie_packs` order
+              depths: Sequence[int] # per member: leading tokens that are the previous member's
+             ) -> tuple[list, list, list, list]:
+    "`(ids, reach, positions, paths)` of one packed sequence, depth first; `reach[t]`: where t's subtree ends."
+    ids, reach, pos, paths, path = [], [], [], [], []
+    for s, d in zip(seqs, depths):
+        for t in path[d:]: reach[t] = len(ids)   # the previous member's tokens below depth d: closed
+        path = path[:d] + list(range(len(ids), len(ids) + len(s) - d))
+        ids, pos, reach = ids + list(s[d:]), pos + list(range(d, len(s))), reach + [0] * (len(s) - d)
+        paths.append(path)
+    for t in path: reach[t] = len(ids)
+    return ids, reach, pos, paths
 
 # %% ../../nbs/03g_models_hf_common.ipynb #7661cf85
 def transformers_identity(lm) -> str: # an `hf`, `hf-mlm` or `hf-t5` model: `backend`, `name`, `model`, `dtype`

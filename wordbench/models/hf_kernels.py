@@ -128,12 +128,11 @@ def key_columns(chunks): # `needed_columns`' `[(first query, end, key columns)]`
     return _setting(_KEY_COLUMNS, chunks)
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #209e8b4c
-def tree_allowed(segments): # `[batch, width]`: 0 prefix, k member, -1 padding
-    "Bool `[batch, width, width]`: which keys each query may see (causal, within the prefix or its own segment)."
+def tree_allowed(reach): # `[batch, width]`: where each token's subtree ends in its packed row (`pack_tree`)
+    "Bool `[batch, width, width]`: which keys each query may see (itself and its ancestors in the packed trie)."
     import torch
-    w = segments.shape[1]
-    causal = torch.ones(w, w, dtype=torch.bool, device=segments.device).tril()
-    return causal & ((segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0))
+    at = torch.arange(reach.shape[1], device=reach.device)
+    return (at[None, :, None] >= at[None, None, :]) & (at[None, :, None] < reach[:, None, :])
 
 # %% ../../nbs/03h_models_hf_kernels.ipynb #e1deeb7b
 def needed_columns(allowed # bool `[batch, queries, keys]`: which keys each query may see (a square, causal mask)
