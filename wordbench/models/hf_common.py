@@ -62,7 +62,7 @@ def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
     return total
 
 # %% ../../nbs/03g_models_hf_common.ipynb #6147f1be
-PACK_TOKENS = 4096  # tokens of one packed row at most (a longer sequence is a pack of its own)
+PACK_TOKENS = 512  # tokens of one packed row at most (a longer sequence is a pack of its own)
 
 # %% ../../nbs/03g_models_hf_common.ipynb #3679d966
 def trie_packs(seqs: Sequence[Sequence[int]], # token sequences (model inputs)
