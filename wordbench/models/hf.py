@@ -263,18 +263,21 @@ def _rows(self: HFCausalLM, requests):
 def _score(self: HFCausalLM, hidden, spots):
     "`(logprob, is_greedy)` per `(batch index, positions, row)`: the row's targets are predicted at `positions`."
     import torch
-    b = torch.cat([torch.full((len(r.targets),), i) for i, _, r in spots])
-    t = torch.tensor([p for _, at, r in spots for p in at[-len(r.targets):]])
-    targets = torch.tensor([tok for _, _, r in spots for tok in r.targets]).to(hidden.device)
-    step, tok_lp, greedy = max(1, self.logit_chunk // self.vocab), [], []
-    for s in range(0, len(t), step):   # only target positions, `logit_chunk` log-probs at a time
-        lp, want = self._logprobs(hidden[b[s:s + step], t[s:s + step]]), targets[s:s + step]
-        tok_lp.append(lp.gather(1, want[:, None])[:, 0])
-        greedy.append(lp.argmax(-1) == want)
+    dev, width, step = hidden.device, hidden.shape[1], max(1, self.logit_chunk // self.vocab)
+    at = torch.tensor([i * width + p for i, ps, r in spots for p in ps[-len(r.targets):]], device=dev)
+    targets = torch.tensor([tok for _, _, r in spots for tok in r.targets], device=dev)
+    where, slot = torch.unique(at, return_inverse=True)   # a position rows share: its log-probs once
+    order = torch.argsort(slot, stable=True)
+    ends = torch.searchsorted(slot[order], torch.arange(0, len(where) + step, step, device=dev)).tolist()
+    tok_lp, greedy = torch.empty(len(at), device=dev), torch.empty(len(at), dtype=torch.bool, device=dev)
+    for k, s in enumerate(range(0, len(where), step)):   # only target positions, `logit_chunk` log-probs at a time
+        idx = order[ends[k]:ends[k + 1]]
+        lp, row, want = self._logprobs(hidden.flatten(0, 1)[where[s:s + step]]), slot[idx] - s, targets[idx]
+        tok_lp[idx], greedy[idx] = lp[row, want], lp.argmax(-1)[row] == want
     sizes = [len(r.targets) for _, _, r in spots]
-    tok_lp, greedy = torch.cat(tok_lp).split(sizes), torch.cat(greedy).split(sizes)
+    tok_lp, greedy = tok_lp.split(sizes), greedy.split(sizes)
     sums, alls = torch.stack([s.sum() for s in tok_lp]), torch.stack([g.all() for g in greedy])
-    return list(zip(sums.tolist(), alls.tolist()))   # one host sync per pass, not one per request
+    return list(zip(sums.tolist(), alls.tolist()))   # two host syncs per pass, not one per request
 
 # %% ../../nbs/03j_models_hf.ipynb #c3e670c8
 @patch

@@ -9,7 +9,7 @@ from typing import Sequence
 from .lm import TopK, TopKRequest
 
 # %% auto #0
-__all__ = ['PACK_TOKENS', 'PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
+__all__ = ['PACK_TOKENS', 'PACK_ATTENTION', 'PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
            'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree', 'transformers_identity',
            'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device', 'positive_or_auto',
            'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'word_initial_ids', 'marks_word_start',
@@ -62,22 +62,26 @@ def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
     return total
 
 # %% ../../nbs/03g_models_hf_common.ipynb #6147f1be
-PACK_TOKENS = 512  # tokens of one packed row at most (a longer sequence is a pack of its own)
+PACK_TOKENS = 8192  # tokens of one packed row at most (a longer sequence is a pack of its own)
+PACK_ATTENTION = 4e-4  # work of a packed row of n tokens: n + PACK_ATTENTION * n**2 (its attention), in tokens
 
 # %% ../../nbs/03g_models_hf_common.ipynb #3679d966
 def trie_packs(seqs: Sequence[Sequence[int]], # token sequences (model inputs)
                max_tokens: int=PACK_TOKENS, # tokens of one pack at most
-               max_members: int=512) -> list[list[tuple[int, int]]]: # largest pack considered
+               max_members: int=256, # largest pack considered
+               attention: float=PACK_ATTENTION) -> list[list[tuple[int, int]]]: # a pack of n tokens: n + this * n**2
     "Packs `[(index, depth)]` of sorted neighbours: each member's first `depth` tokens are the previous member's."
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
     lcp = [0] + [common_prefix_length(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
-    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)   # best[j]: tokens recomputed at the cuts of order[:j]
+    best, cut = [0.0] * (len(order) + 1), [0] * (len(order) + 1)   # best[j]: the least work for order[:j]
     for j in range(1, len(order) + 1):
-        best[j], cut[j], size = best[j - 1] + lcp[j - 1], j - 1, len(seqs[order[j - 1]])
+        size = len(seqs[order[j - 1]])
+        best[j], cut[j] = best[j - 1] + size + attention * size ** 2, j - 1
         for i in range(j - 2, max(-1, j - 1 - max_members), -1):   # the pack order[i:j]
             size += len(seqs[order[i]]) - lcp[i + 1]
             if size > max_tokens: break
-            if best[i] + lcp[i] < best[j]: best[j], cut[j] = best[i] + lcp[i], i
+            work = best[i] + size + attention * size ** 2
+            if work < best[j]: best[j], cut[j] = work, i
     packs, j = [], len(order)
     while j > 0:
         packs.append([(order[cut[j]], 0)] + [(order[m], lcp[m]) for m in range(cut[j] + 1, j)])
