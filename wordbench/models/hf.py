@@ -11,7 +11,8 @@ from fastcore.basics import patch
 from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend,
                                  BF16_RECHECK_MARGIN)
 from .hf_common import (encode_pair, encode_text, prefix_token_id, trie_packs, pack_tree,
-                                        transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS)
+                                        transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS,
+                                        width_batches)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention, register_chunked_attention,
                                          key_columns, needed_columns, tree_allowed)
@@ -196,24 +197,37 @@ def _batch_rows(self: HFCausalLM, width: int, left: int) -> int:
         self.free_bytes, width, self.model.config.get_text_config(), self.model.dtype.itemsize)
     return max(1, min(n, left, self.batch_cap or n))
 
+# %% ../../nbs/03j_models_hf.ipynb #fa8eef6f
+@patch
+def _batch_plan(self: HFCausalLM, widths: list) -> list[int]: # rows' widths, widest first
+    "Rows per pass over rows of `widths`: `width_batches` on the CPU, else each pass as full as `_batch_rows` allows."
+    if self.device.type == 'cpu' and self.free_bytes is None:
+        return width_batches(widths, lambda w: self._batch_rows(w, len(widths)))
+    plan, i = [], 0
+    while i < len(widths):
+        plan.append(self._batch_rows(widths[i], len(widths) - i))
+        i += plan[-1]
+    return plan
+
 # %% ../../nbs/03j_models_hf.ipynb #dcf67bcc
 @patch
 def _in_batches(self: HFCausalLM, items, # longest first
                 width, # item -> its tokens
                 run): # called with each batch (a slice of `items`)
-    "Run `items` in consecutive batches; on CUDA out-of-memory halve the batch (for good) and run it again."
+    "Run `items` in the passes `_batch_plan` cuts; on CUDA out-of-memory halve the batch (for good) and plan again."
     import torch
-    i = 0
+    i, plan = 0, []
     while i < len(items):
-        n = self._batch_rows(width(items[i]), len(items) - i)
-        try: run(items[i:i + n])
+        plan = plan or self._batch_plan([width(x) for x in items[i:]])
+        try: run(items[i:i + plan[0]])
         except torch.cuda.OutOfMemoryError:
-            if n == 1: raise
+            if plan[0] == 1: raise
+            n, plan = plan[0], []
             log.warning(f'out of memory at {n} rows of {width(items[i])} tokens: the batch is now {n // 2} rows')
             self.batch_cap, self.counters['oom_retries'] = n // 2, self.counters['oom_retries'] + 1
             if torch.cuda.is_available(): torch.cuda.empty_cache()
             continue
-        i += n
+        i, plan = i + plan[0], plan[1:]
 
 # %% ../../nbs/03j_models_hf.ipynb #315cd4e6
 @patch

@@ -9,11 +9,11 @@ from typing import Sequence
 from .lm import TopK, TopKRequest
 
 # %% auto #0
-__all__ = ['PACK_TOKENS', 'PACK_ATTENTION', 'PASS_TOKENS', 'move_trailing_space', 'prefix_token_id', 'encode_text', 'encode_pair',
-           'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree', 'transformers_identity',
-           'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device', 'positive_or_auto',
-           'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'word_initial_ids', 'marks_word_start',
-           'topk_from_logprobs']
+__all__ = ['PASS_TOKENS', 'PACK_TOKENS', 'PACK_ATTENTION', 'PASS_OVERHEAD', 'move_trailing_space', 'prefix_token_id',
+           'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree',
+           'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device',
+           'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'width_batches',
+           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -61,8 +61,11 @@ def unique_prefix_tokens(seqs: Sequence[Sequence[int]]) -> int:
         prev = s
     return total
 
+# %% ../../nbs/03g_models_hf_common.ipynb #eba99d10
+PASS_TOKENS = 8192  # tokens (rows x padded width) of one forward pass at most, when the batch size is a number
+
 # %% ../../nbs/03g_models_hf_common.ipynb #6147f1be
-PACK_TOKENS = 8192  # tokens of one packed row at most (a longer sequence is a pack of its own)
+PACK_TOKENS = PASS_TOKENS  # tokens of one packed row at most (a longer sequence is a pack of its own)
 PACK_ATTENTION = 4e-4  # work of a packed row of n tokens: n + PACK_ATTENTION * n**2 (its attention), in tokens
 
 # %% ../../nbs/03g_models_hf_common.ipynb #3679d966
@@ -73,15 +76,15 @@ def trie_packs(seqs: Sequence[Sequence[int]], # token sequences (model inputs)
     "Packs `[(index, depth)]` of sorted neighbours: each member's first `depth` tokens are the previous member's."
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
     lcp = [0] + [common_prefix_length(seqs[a], seqs[b]) for a, b in zip(order, order[1:])]
+    def work(n): return n + attention * n ** 2   # a pack of n tokens: its tokens and its attention
     best, cut = [0.0] * (len(order) + 1), [0] * (len(order) + 1)   # best[j]: the least work for order[:j]
     for j in range(1, len(order) + 1):
         size = len(seqs[order[j - 1]])
-        best[j], cut[j] = best[j - 1] + size + attention * size ** 2, j - 1
+        best[j], cut[j] = best[j - 1] + work(size), j - 1
         for i in range(j - 2, max(-1, j - 1 - max_members), -1):   # the pack order[i:j]
             size += len(seqs[order[i]]) - lcp[i + 1]
             if size > max_tokens: break
-            work = best[i] + size + attention * size ** 2
-            if work < best[j]: best[j], cut[j] = work, i
+            if (total := best[i] + work(size)) < best[j]: best[j], cut[j] = total, i
     packs, j = [], len(order)
     while j > 0:
         packs.append([(order[cut[j]], 0)] + [(order[m], lcp[m]) for m in range(cut[j] + 1, j)])
@@ -126,7 +129,6 @@ def identity_suffix(dtype: str, # the backend's precision as the identity spells
     kind = None if device is None else getattr(device, 'type', str(device).split(':')[0])
     return dtype if kind in (None, 'cpu') else f'{dtype}:{kind}'
 
-
 # %% ../../nbs/03g_models_hf_common.ipynb #403e8a38
 def kernel_suffix(lm) -> str: # a backend with `model` and `dtype` (and the `hf` backend's `recheck_policy`)
     "`:attn=<impl>` unless SDPA, `:quant=<method>@<hash>` if quantized, `:recheck=<margin|auto>` off float32."
@@ -164,7 +166,6 @@ def resolve_device(device: str='cpu', # cpu, cuda, cuda:N, or auto (every GPU th
     gpus = torch.cuda.device_count() if gpus is None else gpus
     return ('cpu', None) if gpus == 0 else ('cuda', None) if gpus == 1 else ('cuda', 'auto')
 
-
 # %% ../../nbs/03g_models_hf_common.ipynb #d5b7534b
 def positive_or_auto(text: str) -> int|str: # as written after `--batch-size`
     "A batch size: a positive number, or `auto`; anything else a `ValueError`."
@@ -197,13 +198,31 @@ def pad(seqs: Sequence[Sequence[int]], # token lists, none longer than `width`
     import torch
     return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in seqs], dtype=torch.long)
 
-# %% ../../nbs/03g_models_hf_common.ipynb #eba99d10
-PASS_TOKENS = 8192  # tokens (rows x padded width) of one forward pass at most, when the batch size is a number
-
 # %% ../../nbs/03g_models_hf_common.ipynb #e9810214
 def chunks(xs: Sequence, n: int) -> list:
     "`xs` cut into consecutive pieces of `n` (the last may be shorter)."
     return [xs[i:i + n] for i in range(0, len(xs), n)]
+
+# %% ../../nbs/03g_models_hf_common.ipynb #95d3a87a
+PASS_OVERHEAD = 48  # a forward pass's fixed cost on the CPU, in tokens of work (`width_batches`)
+
+# %% ../../nbs/03g_models_hf_common.ipynb #b8a48722
+def width_batches(widths: Sequence[int], # rows' widths, widest first
+                  max_rows, # width -> the rows a pass of that width may hold
+                  overhead: float=PASS_OVERHEAD, # a pass's fixed cost, in tokens
+                  attention: float=PACK_ATTENTION) -> list[int]: # a padded row of n tokens: n + this * n**2
+    "Rows per pass, in order: the least padded work plus `overhead` per pass (each row padded to its pass's first)."
+    n = len(widths)
+    best, take = [float('inf')] * n + [0.0], [0] * n   # best[i]: the least work for the rows widths[i:]
+    for i in range(n - 1, -1, -1):
+        row = widths[i] + attention * widths[i] ** 2
+        for k in range(min(max_rows(widths[i]), n - i), 0, -1):   # the pass widths[i:i + k]: fullest first, on ties
+            if (work := k * row + overhead + best[i + k]) < best[i] - 1e-6: best[i], take[i] = work, k
+    sizes, i = [], 0
+    while i < n:
+        sizes.append(take[i])
+        i += take[i]
+    return sizes
 
 # %% ../../nbs/03g_models_hf_common.ipynb #6a62269c
 def _target_rank(logprobs, target: str, ids: list[int]) -> tuple:
@@ -219,12 +238,10 @@ def word_initial_ids(tokenizer, word: str) -> list[int]:
     if ids[:len(lead)] != lead: raise ValueError(f'{word!r}: the tokenizer merges it with the word before it')
     return ids[len(lead):]
 
-
 # %% ../../nbs/03g_models_hf_common.ipynb #a4271bfb
 def marks_word_start(tokenizer) -> bool:
     "Whether a word after a space takes other tokens than the bare word (byte-level BPE, e.g. RoBERTa's)."
     return word_initial_ids(tokenizer, 'word') != tokenizer.encode('word', add_special_tokens=False)
-
 
 # %% ../../nbs/03g_models_hf_common.ipynb #cdffb791
 def topk_from_logprobs(logprobs, # float `[vocab]`: one position's log-probabilities
@@ -237,4 +254,3 @@ def topk_from_logprobs(logprobs, # float `[vocab]`: one position's log-probabili
     plain = lambda w: tokenizer.encode(target_prefix + w, add_special_tokens=False)
     ids = (lambda w: word_initial_ids(tokenizer, w)) if word_initial else plain
     return TopK(words, tuple(_target_rank(logprobs, w, ids(w)) for w in request.targets))
-
