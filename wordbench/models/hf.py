@@ -10,7 +10,7 @@ from typing import Sequence
 from fastcore.basics import patch
 from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodRequest, register_backend,
                                  BF16_RECHECK_MARGIN)
-from .hf_common import (encode_pair, encode_text, prefix_token_id, trie_packs, pack_tree,
+from .hf_common import (encode_pair, encode_text, prefix_token_id, trie_packs, pack_tree, is_argmax,
                                         transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS,
                                         width_batches)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
@@ -312,7 +312,7 @@ def _score(self: HFCausalLM, hidden, spots):
     for k, s in enumerate(range(0, len(where), step)):   # only target positions, `logit_chunk` log-probs at a time
         idx = order[ends[k]:ends[k + 1]]
         lp, row, want = self._logprobs(hidden.flatten(0, 1)[where[s:s + step]]), slot[idx] - s, targets[idx]
-        tok_lp[idx], greedy[idx] = lp[row, want], lp.argmax(-1)[row] == want
+        tok_lp[idx], greedy[idx] = lp[row, want], is_argmax(lp, row, want)
     sizes = [len(r.targets) for _, _, r in spots]
     tok_lp, greedy = tok_lp.split(sizes), greedy.split(sizes)
     sums, alls = torch.stack([s.sum() for s in tok_lp]), torch.stack([g.all() for g in greedy])

@@ -13,7 +13,7 @@ __all__ = ['PASS_TOKENS', 'PACK_TOKENS', 'PACK_ATTENTION', 'PASS_OVERHEAD', 'mov
            'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree',
            'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device',
            'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'width_batches',
-           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs']
+           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs', 'is_argmax']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -254,3 +254,16 @@ def topk_from_logprobs(logprobs, # float `[vocab]`: one position's log-probabili
     plain = lambda w: tokenizer.encode(target_prefix + w, add_special_tokens=False)
     ids = (lambda w: word_initial_ids(tokenizer, w)) if word_initial else plain
     return TopK(words, tuple(_target_rank(logprobs, w, ids(w)) for w in request.targets))
+
+# %% ../../nbs/03g_models_hf_common.ipynb #4161ab55
+def is_argmax(scores, # float `[positions, vocabulary]`
+              rows, # long `[n]`: the row each target is predicted at
+              targets): # long `[n]`: the target ids
+    "Bool `[n]`: whether each target is its row's `argmax` (the first maximal index), from one `amax` pass."
+    if scores.device.type != 'cpu': return scores.argmax(-1)[rows] == targets
+    top = scores.amax(-1)
+    hit = scores[rows, targets] == top[rows]
+    at, values, tops = hit.nonzero()[:, 0], scores.detach().numpy(), top.tolist()
+    for k, r, t in zip(at.tolist(), rows[at].tolist(), targets[at].tolist()):
+        if t and values[r, :t].max() == tops[r]: hit[k] = False   # an earlier index ties: argmax is that one
+    return hit
