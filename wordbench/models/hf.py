@@ -12,7 +12,7 @@ from .lm import (LM, LMFailure, GenerateRequest, Generation, LoglikelihoodReques
                                  BF16_RECHECK_MARGIN)
 from .hf_common import (encode_pair, encode_text, prefix_token_id, trie_packs, pack_tree, is_argmax,
                                         transformers_identity, pad, topk_from_logprobs, resolve_device, PASS_TOKENS,
-                                        width_batches)
+                                        width_batches, linear_logits, buffer_rows)
 from .hf_kernels import (packing_available, with_packed_weights, with_attention,
                                          register_prefix_attention, register_chunked_attention,
                                          key_columns, needed_columns, tree_allowed)
@@ -111,9 +111,11 @@ class HFCausalLM(LM):
     def _logprobs(self, hidden):
         "Float32 log-probabilities `[n, vocabulary]` of hidden states `[n, dim]` (CPU: overwritten by the next call)."
         import torch
-        logits = self._head_logits(hidden)
+        store = self.__dict__.setdefault('_buffers', {})
+        logits = linear_logits(self.lm_head, hidden, store)
+        if self.softcap: logits = logits.div_(self.softcap).tanh_().mul_(self.softcap)
         if logits.device.type != 'cpu': return torch.log_softmax(logits, dim=-1)
-        return torch.log_softmax(logits, dim=-1, out=self._buffer('_logprob_buffer', len(logits)))
+        return torch.log_softmax(logits, dim=-1, out=buffer_rows(store, 'logprobs', *logits.shape))
 
 # %% ../../nbs/03j_models_hf.ipynb #f8f4184c
 HF_DTYPES = {'float32': 'float32', 'bfloat16': 'bfloat16', 'float16': 'float16',
@@ -236,7 +238,7 @@ def _release(self: HFCausalLM):
     import gc, torch
     if self.model is None: return
     self.model = self.decoder = self.lm_head = None
-    for k in ('_engine', '_scoring_decoder', '_logit_buffer', '_logprob_buffer'): self.__dict__.pop(k, None)
+    for k in ('_engine', '_scoring_decoder', '_buffers'): self.__dict__.pop(k, None)
     gc.collect()
     if torch.cuda.is_available(): torch.cuda.empty_cache()
 
@@ -271,31 +273,6 @@ def _rows(self: HFCausalLM, requests):
             rows.append(_Row(full[:-1], cont))
         index.append(where[key])
     return rows, index
-
-# %% ../../nbs/03j_models_hf.ipynb #a94d701b
-@patch
-def _buffer(self: HFCausalLM, name: str, # the attribute that keeps it
-            rows: int):
-    "A float32 `[rows, vocabulary]` view of the CPU buffer `name`, grown when too small; the next use overwrites it."
-    import torch
-    buf = self.__dict__.get(name)
-    if buf is None or len(buf) < rows: buf = self.__dict__[name] = torch.empty(rows, self.vocab)
-    return buf[:rows]
-
-# %% ../../nbs/03j_models_hf.ipynb #84b29052
-@patch
-def _head_logits(self: HFCausalLM, hidden): # `[n, dim]` hidden states
-    "Float32 logits `[n, vocabulary]`, soft-capped; from a plain float32 head on the CPU, into `_buffer`."
-    import torch
-    w, b = self.lm_head.weight, self.lm_head.bias
-    if type(self.lm_head) is not torch.nn.Linear or hasattr(self.lm_head, '_hf_hook') or w.dtype != torch.float32 \
-            or w.device.type != 'cpu' or hidden.dtype != torch.float32:
-        logits = self.lm_head(hidden).float()
-    else:
-        logits, x = self._buffer('_logit_buffer', len(hidden)), hidden.contiguous()
-        with torch.no_grad():   # `out=` takes no autograd; scoring needs none
-            torch.mm(x, w.t(), out=logits) if b is None else torch.addmm(b, x, w.t(), out=logits)
-    return logits.div_(self.softcap).tanh_().mul_(self.softcap) if self.softcap else logits
 
 # %% ../../nbs/03j_models_hf.ipynb #89186c7c
 @patch

@@ -13,7 +13,7 @@ __all__ = ['PASS_TOKENS', 'PACK_TOKENS', 'PACK_ATTENTION', 'PASS_OVERHEAD', 'mov
            'encode_text', 'encode_pair', 'common_prefix_length', 'unique_prefix_tokens', 'trie_packs', 'pack_tree',
            'transformers_identity', 'identity_suffix', 'kernel_suffix', 'window_suffix', 'resolve_device',
            'positive_or_auto', 'fixed_batch_and_device', 'weights_hash', 'pad', 'chunks', 'width_batches',
-           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs', 'is_argmax']
+           'word_initial_ids', 'marks_word_start', 'topk_from_logprobs', 'is_argmax', 'buffer_rows', 'linear_logits']
 
 # %% ../../nbs/03g_models_hf_common.ipynb #e647ad0b
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
@@ -267,3 +267,26 @@ def is_argmax(scores, # float `[positions, vocabulary]`
     for k, r, t in zip(at.tolist(), rows[at].tolist(), targets[at].tolist()):
         if t and values[r, :t].max() == tops[r]: hit[k] = False   # an earlier index ties: argmax is that one
     return hit
+
+# %% ../../nbs/03g_models_hf_common.ipynb #070011ca
+def buffer_rows(store: dict, # name -> tensor, kept by the caller
+                name: str, rows: int, cols: int):
+    "A float32 `[rows, cols]` view of the CPU tensor `store[name]`, grown when too small; the next use overwrites it."
+    import torch
+    buf = store.get(name)
+    if buf is None or len(buf) < rows or buf.shape[1] != cols: buf = store[name] = torch.empty(rows, cols)
+    return buf[:rows]
+
+# %% ../../nbs/03g_models_hf_common.ipynb #278ea502
+def linear_logits(head, # an output head
+                  hidden, # `[n, dim]`
+                  store: dict): # `buffer_rows`' store; its 'logits' are overwritten
+    "Float32 `head(hidden)`: from a plain float32 `nn.Linear` on the CPU, into `buffer_rows(store, 'logits', ...)`."
+    import torch
+    w = getattr(head, 'weight', None)
+    if type(head) is not torch.nn.Linear or hasattr(head, '_hf_hook') or w.dtype != torch.float32 \
+            or w.device.type != 'cpu' or hidden.dtype != torch.float32:
+        return head(hidden).float()
+    out, x = buffer_rows(store, 'logits', len(hidden), len(w)), hidden.contiguous()
+    with torch.no_grad():   # `out=` takes no autograd; scoring needs none
+        return torch.mm(x, w.t(), out=out) if head.bias is None else torch.addmm(head.bias, x, w.t(), out=out)
