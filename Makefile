@@ -31,9 +31,10 @@ GRID ?= cpu
 EVAL_WORKERS ?= 2
 EVAL_OPTS ?= --batch-size 8
 
+# the report cards: one process per model, EVAL_WORKERS at once (each writes only figures/models/<model>/)
 figures: setup data results exports ## the main job: build datasets, evaluate (cached), export, regenerate figures/
 	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
-	for m in $(MODELS); do $(BIN)/wordbench report --model $$m --no-eval; done
+	printf '%s\n' $(MODELS) | xargs -P $(EVAL_WORKERS) -I{} $(BIN)/wordbench report --model {} --no-eval
 
 data: env                          ## datasets derived from the raw inputs (fetched first when there are none; every builder the main job runs)
 	@$(BIN)/python -c 'import sys; from wordbench.core import raw_root; sys.exit(not (raw_root()/"wsc273").is_dir())' \

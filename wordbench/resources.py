@@ -4,18 +4,19 @@
 
 # %% ../nbs/01_resources.ipynb #43b089fb
 from __future__ import annotations
-import os, shutil, json, importlib, importlib.util, importlib.metadata, functools, hashlib
+import os, shutil, json, contextlib, importlib, importlib.util, importlib.metadata, functools, hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-from .core import UserFixable, cache_dir, file_sha256
+from .core import UserFixable, cache_dir, file_sha256, usable_cpus
 
 # %% auto #0
 __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPACY_FIX', 'LOCAL_MODELS', 'EMBEDDING_FIX',
            'RAW_DATA_FETCH', 'PAPERS_OPTIONAL', 'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text',
            'nltk_data_dir', 'install_wordnet', 'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel',
-           'torch_dtype', 'materialise_local_model', 'ModelNotFound', 'model_path', 'load_causal_lm', 'stored_sha256',
-           'model_identity', 'embedding_model', 'doctor', 'print_report', 'setup_resources']
+           'torch_dtype', 'shared_gguf_reader', 'materialise_local_model', 'materialise_local_models', 'ModelNotFound',
+           'model_path', 'load_causal_lm', 'stored_sha256', 'model_identity', 'embedding_model', 'doctor',
+           'print_report', 'setup_resources']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
 class ResourceMissing(UserFixable, RuntimeError):
@@ -156,6 +157,20 @@ def torch_dtype(dtype): # a `torch.dtype` or a name: float32/fp32, bfloat16/bf16
     if str(dtype) not in names: raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(names)}")
     return names[str(dtype)]
 
+# %% ../nbs/01_resources.ipynb #b7d41f09
+@contextlib.contextmanager
+def shared_gguf_reader():
+    "Within the block, `gguf.GGUFReader` parses each file (path and mode) once and hands every caller that reader."
+    import gguf
+    cls, readers = gguf.GGUFReader, {}
+    def reader(path, mode: str='r'):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers: readers[key] = cls(path, mode)
+        return readers[key]
+    gguf.GGUFReader = reader
+    try: yield
+    finally: gguf.GGUFReader = cls
+
 # %% ../nbs/01_resources.ipynb #e13a59bc
 def materialise_local_model(name: str) -> Path:
     "Folder of safetensors + tokenizer for a local model, converting its GGUF on first use (parallel-safe)."
@@ -168,8 +183,9 @@ def materialise_local_model(name: str) -> Path:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         g = m.gguf()
-        tok = AutoTokenizer.from_pretrained(g.parent, gguf_file=g.name)
-        model = AutoModelForCausalLM.from_pretrained(g.parent, gguf_file=g.name, dtype=torch.float32)
+        with shared_gguf_reader():
+            tok = AutoTokenizer.from_pretrained(g.parent, gguf_file=g.name)
+            model = AutoModelForCausalLM.from_pretrained(g.parent, gguf_file=g.name, dtype=torch.float32)
         model.hf_quantizer, model.is_quantized = None, False   # weights are now plain fp32 tensors
         if hasattr(model.config, 'quantization_config'): del model.config.quantization_config
         tmp = dest.with_name(dest.name + '.tmp')
@@ -181,6 +197,20 @@ def materialise_local_model(name: str) -> Path:
         (tmp/'wordbench.json').write_text(json.dumps(meta, indent=1))
         os.replace(tmp, dest)
     return dest
+
+# %% ../nbs/01_resources.ipynb #e4a7c3d1
+def materialise_local_models(names, # short names from `LOCAL_MODELS`
+                             workers: int|None=None # processes at most (default: `usable_cpus()`)
+                            ) -> list[Path]:
+    "`materialise_local_model` of each name, the conversions still to do in parallel processes; the folders."
+    todo = [n for n in names if not (cache_dir('models')/n/'model.safetensors').exists()]
+    n = min(len(todo), workers or usable_cpus())
+    if n > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context('spawn')) as pool:
+            list(pool.map(materialise_local_model, todo))
+    return [materialise_local_model(x) for x in names]
 
 # %% ../nbs/01_resources.ipynb #1c2520d0
 class ModelNotFound(UserFixable, ValueError):
@@ -332,5 +362,5 @@ def setup_resources(models: bool=True): # also convert the local language models
     "Install the offline resources into the cache: WordNet, the converted local LMs, the GGUF assembly."
     print(f'WordNet: {install_wordnet()}')
     if models:
-        for name in LOCAL_MODELS: print(f'{name}: {materialise_local_model(name)}')
+        for name, path in zip(LOCAL_MODELS, materialise_local_models(list(LOCAL_MODELS))): print(f'{name}: {path}')
     return doctor()
