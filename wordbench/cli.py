@@ -11,7 +11,7 @@ from .build import BUILDERS, builder_kwargs
 from .fetch import fetch
 from .evaluate.tasks import TASKS, env_shard, local_device, parse_shard, run_eval
 from .evaluate.tasks import evaluate_model, grid_tasks, merge_shards, migrate_results
-from .evaluate.schedule import run_results
+from .evaluate.schedule import run_results, serve_commands
 from .evaluate.verify import cpu_summary, verify, verify_report
 from .evaluate.check_server import check_report, check_server
 from .publish.analysis import ANALYSES
@@ -340,6 +340,9 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument('what', choices=['tasks', 'builders', 'analyses', 'backends'])
     ls.add_argument('--grid', default=None, help='tasks: only those with this named grid')
     ls.add_argument('--main', action='store_true', help='builders, analyses: only those the main job runs')
+    j = _command(sub, 'jobs', lambda a: serve_commands(main, a.reply_fd),
+                 'run wordbench commands from standard input in one process (`wordbench results` starts these)')
+    j.add_argument('--reply-fd', type=int, required=True, help='file descriptor each exit status is written to')
     for add in (_build_parser, _eval_parser, _score_parser, _regenerate_parser, _export_parser, _report_parser,
                 _verify_parser, _check_server_parser, _migrate_parser, _merge_parser, _fetch_parser,
                 _results_parser): add(sub)

@@ -4,7 +4,8 @@
 
 # %% ../nbs/01_resources.ipynb #43b089fb
 from __future__ import annotations
-import os, shutil, json, contextlib, importlib, importlib.util, importlib.metadata, functools, hashlib
+import os, gc, shutil, json, contextlib, contextvars, collections, functools, hashlib
+import importlib, importlib.util, importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,8 +16,8 @@ __all__ = ['WORDNET_DEBIAN_DIR', 'WORDNET_FIX', 'LEXNAMES', 'SPACY_MODELS', 'SPA
            'RAW_DATA_FETCH', 'PAPERS_OPTIONAL', 'ResourceMissing', 'package_version', 'package_dir', 'lexnames_text',
            'nltk_data_dir', 'install_wordnet', 'wordnet', 'spacy_pipeline', 'english_words', 'LocalModel',
            'torch_dtype', 'shared_gguf_reader', 'materialise_local_model', 'materialise_local_models', 'ModelNotFound',
-           'model_path', 'load_causal_lm', 'stored_sha256', 'model_identity', 'embedding_model', 'doctor',
-           'print_report', 'setup_resources']
+           'model_path', 'kept_models', 'load_causal_lm', 'stored_sha256', 'model_identity', 'embedding_model',
+           'doctor', 'print_report', 'setup_resources']
 
 # %% ../nbs/01_resources.ipynb #267d3d2d
 class ResourceMissing(UserFixable, RuntimeError):
@@ -229,6 +230,27 @@ def model_path(name: str) -> Path|str:
     if Path(name).expanduser().exists() or name.startswith(('.', '/', '~')): raise ModelNotFound(name, 'no such folder')
     return name
 
+# %% ../nbs/01_resources.ipynb #6c3f0d52
+_KEPT_MODELS = contextvars.ContextVar('wordbench_kept_models', default=None)   # set by `kept_models`
+
+@contextlib.contextmanager
+def kept_models(most: int=1): # models kept at once; the one asked for least recently goes first
+    "Within the block, `load_causal_lm` hands out again what it loaded before for the same arguments."
+    token = _KEPT_MODELS.set((collections.OrderedDict(), most))
+    try: yield
+    finally: _KEPT_MODELS.reset(token)
+
+def _kept_or_loaded(key: str, load: Callable):
+    "`load()`, or within `kept_models` what it returned before for `key`."
+    if (kept := _KEPT_MODELS.get()) is None: return load()
+    models, most = kept
+    if key not in models:
+        while len(models) >= most: models.popitem(last=False)   # freed before the next loads: one model's memory
+        gc.collect()
+        models[key] = load()
+    models.move_to_end(key)
+    return models[key]
+
 # %% ../nbs/01_resources.ipynb #a0f1ab00
 def load_causal_lm(name: str, # a short name from `LOCAL_MODELS`, a Hugging Face id or a local folder
                    dtype='float32', # float32, bfloat16 or float16
@@ -237,12 +259,15 @@ def load_causal_lm(name: str, # a short name from `LOCAL_MODELS`, a Hugging Face
                    attn_implementation: str|None=None): # eager, sdpa, ... (None: transformers' choice)
     "Load `(model, tokenizer)` for a causal LM, in eval mode, its weights loaded onto their device(s) directly."
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    path = model_path(name)
-    try: tok = AutoTokenizer.from_pretrained(path)
-    except OSError as e: raise ModelNotFound(name, str(e).splitlines()[0][:160]) from None
-    where = device_map if device_map is not None else None if str(device) == 'cpu' else {'': str(device)}
-    extra = {k: v for k, v in dict(device_map=where, attn_implementation=attn_implementation).items() if v is not None}
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **extra).eval(), tok
+    def load():
+        path = model_path(name)
+        try: tok = AutoTokenizer.from_pretrained(path)
+        except OSError as e: raise ModelNotFound(name, str(e).splitlines()[0][:160]) from None
+        where = device_map if device_map is not None else None if str(device) == 'cpu' else {'': str(device)}
+        options = dict(device_map=where, attn_implementation=attn_implementation)
+        extra = {k: v for k, v in options.items() if v is not None}
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), **extra).eval(), tok
+    return _kept_or_loaded(repr((name, str(dtype), str(device), device_map, attn_implementation)), load)
 
 # %% ../nbs/01_resources.ipynb #f8c484a2
 def stored_sha256(path) -> str: # a file (a model's weights, say)
