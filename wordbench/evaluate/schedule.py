@@ -134,7 +134,7 @@ def run_jobs(chains: Sequence[tuple[EvalJob, ...]], # chains in the order to sta
              warm: bool=False # jobs whose command is `WORDBENCH ...`: run in one `WarmWorker` per worker
             ) -> list[tuple[EvalJob, int, float]]:
     "Run every chain's jobs, `workers` at once; `(job, exit status, seconds)` per job, in the order they ended."
-    command = command or (lambda j: [sys.executable, '-m', 'wordbench', *j.argv()])
+    command = command or (lambda j: [*WORDBENCH, *j.argv()])
     env, queue, done, lock = env or worker_env(workers), list(chains), [], threading.Lock()
     say(f'== {sum(map(len, chains))} evaluations, {workers} at once')
     def run(worker, argv):
