@@ -14,7 +14,7 @@ UV_VERSION := 0.9.30
 # test-only packages, pinned in requirements-dev.lock (not in requirements.lock)
 DEV_PACKAGES := llama_cpp_python|hypothesis|sortedcontainers|minicons|wonderwords|pytest-randomly|ruff
 
-.PHONY: figures data results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock \
+.PHONY: figures data raw results exports benchmark test lint verify test-env setup env resources wordnet-system doctor check-sync lock \
   site site-env site-screenshots chromium-system inspect-viewer
 
 # The default evaluation (what `make figures` runs). Each registered task names its grids as data
@@ -36,10 +36,8 @@ figures: setup data results exports ## the main job: build datasets, evaluate (c
 	$(BIN)/wordbench regenerate --models $(MODELS) --set strategy_models $(STRATEGY_MODELS)
 	printf '%s\n' $(MODELS) | xargs -P $(EVAL_WORKERS) -I{} $(BIN)/wordbench report --model {} --no-eval
 
-data: env                          ## datasets derived from the raw inputs (fetched first when there are none; every builder the main job runs)
-	@$(BIN)/python -c 'import sys; from wordbench.core import raw_root; sys.exit(not (raw_root()/"wsc273").is_dir())' \
-	  || $(BIN)/wordbench fetch
-	$(BIN)/wordbench doctor --strict
+# `resources` runs `wordbench setup`, which exits 1 while a resource (the raw inputs among them) is missing
+data: resources                    ## datasets derived from the raw inputs (every builder the main job runs)
 	for b in $$($(BIN)/wordbench list builders --main); do echo "== build $$b"; $(BIN)/wordbench build $$b; done
 
 results: env                       ## every registered task's $(GRID) grid, EVAL_WORKERS at once, cached and resumable
@@ -143,7 +141,11 @@ wordnet-system:                    ## Debian's WordNet 3.0 files (NLTK reads a c
 	@test -f /usr/share/wordnet/data.noun || { apt-get update -qq && apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null; } \
 	  || echo "warning: could not install Debian's wordnet-base; wordbench will try nltk.download (needs network)"
 
-resources: env wordnet-system      ## WordNet into the cache, local LMs converted once to safetensors
+raw: env                           ## the raw inputs, fetched from their public sources when the raw data folder has none
+	@$(BIN)/python -c 'import sys; from wordbench.core import raw_root; sys.exit(not (raw_root()/"wsc273").is_dir())' \
+	  || $(BIN)/wordbench fetch
+
+resources: env wordnet-system raw  ## WordNet into the cache, local LMs converted once to safetensors
 	$(BIN)/wordbench setup
 
 doctor: env

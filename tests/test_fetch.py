@@ -146,3 +146,13 @@ def test_a_killed_download_resumes_on_the_next_run(mirror, tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert [s for s in Mirror.seen if s[0] == p][-1] == (p, f'bytes={got}-')
     assert same(dest, RAW/SMALL[2]) and not part.exists()
+
+
+def test_main_job_fetches_before_it_checks():
+    "`make figures` fetches missing raw inputs before `wordbench setup` checks every resource, then builds; one check."
+    root = Path(__file__).parents[1]
+    lines = subprocess.run(['make', '-n', 'figures'], cwd=root, check=True, capture_output=True, text=True).stdout
+    lines = lines.splitlines()
+    at = lambda text: next(i for i, line in enumerate(lines) if text in line)
+    assert at('wordbench fetch') < at('wordbench setup') < at('wordbench list builders --main')
+    assert not any('wordbench doctor' in line for line in lines)

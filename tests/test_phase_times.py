@@ -8,7 +8,7 @@ LOG = """\
 23:50:00 python3.11 -m venv .venv
 23:50:01 .venv/bin/python -m pip --disable-pip-version-check -q install torch==2.13.0
 23:55:00 .venv/bin/wordbench setup
-23:56:00 .venv/bin/wordbench doctor --strict
+23:56:00 for b in $(.venv/bin/wordbench list builders --main); do echo "== build $b"; ...; done
 23:56:05 | wordnet | missing | apt-get install wordnet-base |
 23:56:10 == build winodict
 23:56:40 for t in $(.venv/bin/wordbench list tasks --grid cpu); do echo "== eval $t --grid cpu"; ...; done
