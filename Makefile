@@ -142,7 +142,7 @@ wordnet-system:                    ## Debian's WordNet 3.0 files (NLTK reads a c
 	  || echo "warning: could not install Debian's wordnet-base; wordbench will try nltk.download (needs network)"
 
 raw: env                           ## the raw inputs, fetched from their public sources when the raw data folder has none
-	@$(BIN)/python -c 'import sys; from wordbench.core import raw_root; sys.exit(not (raw_root()/"wsc273").is_dir())' \
+	@$(BIN)/python -c 'import sys; from wordbench.core import has_raw_data; sys.exit(not has_raw_data())' \
 	  || $(BIN)/wordbench fetch
 
 resources: env wordnet-system raw  ## WordNet into the cache, local LMs converted once to safetensors

@@ -2,12 +2,12 @@
 import hashlib, http.server, re, signal, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
-from wordbench.core import raw_root
+from wordbench.core import has_raw_data, raw_root
 from wordbench.fetch import lay_out_mirror, manifest_problems, partial_path, read_manifest
 
 BIN = Path(sys.executable).parent
 RAW = raw_root()
-needs_raw = pytest.mark.skipif(not (RAW/'wsc273').is_dir(), reason=f'no raw data folder at {RAW}')
+needs_raw = pytest.mark.skipif(not has_raw_data(RAW), reason=f'no raw data folder at {RAW}')
 SMALL = ['wsc273/WSCollection.xml', 'newterm/code/utils.py', 'wscplus/phase2/GPT4_results.csv']  # a space in its URL
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 # %% auto #0
-__all__ = ['RAW_DATA_FIX', 'THREAD_VARS', 'PROVENANCE', 'USER_ERRORS', 'project_root', 'raw_root', 'raw_path', 'cache_dir',
-           'usable_cpus', 'thread_share', 'UnknownName', 'Registry', 'DataError', 'UserError', 'ServerError',
-           'check_record', 'SkipLog', 'atomic_write', 'file_lock', 'read_jsonl', 'write_jsonl', 'Provenance',
-           'file_sha256', 'record_provenance', 'capture_provenance', 'provenance_table', 'stable_hash', 'seeded_rng',
-           'hash_sample', 'Option', 'parse_flag', 'option_type', 'options_from', 'UserFixable', 'user_message',
-           'openai_errors', 'error_line']
+__all__ = ['RAW_DATA_FIX', 'THREAD_VARS', 'PROVENANCE', 'USER_ERRORS', 'project_root', 'raw_root', 'raw_path', 'has_raw_data',
+           'cache_dir', 'usable_cpus', 'thread_share', 'UnknownName', 'Registry', 'DataError', 'UserError',
+           'ServerError', 'check_record', 'SkipLog', 'atomic_write', 'file_lock', 'read_jsonl', 'write_jsonl',
+           'Provenance', 'file_sha256', 'record_provenance', 'capture_provenance', 'provenance_table', 'stable_hash',
+           'seeded_rng', 'hash_sample', 'Option', 'parse_flag', 'option_type', 'options_from', 'UserFixable',
+           'user_message', 'openai_errors', 'error_line']
 
 # %% ../nbs/00_core.ipynb #2f1a2ceb
 def _is_project(p: Path) -> bool: return (p/'settings.ini').is_file() and (p/'wordbench').is_dir()
@@ -44,6 +44,12 @@ def raw_path(*parts: str) -> Path:
     p = raw_root().joinpath(*parts)
     if not p.exists(): raise FileNotFoundError(f"raw input {p} not found: {RAW_DATA_FIX}")
     return p
+
+# %% ../nbs/00_core.ipynb #8cdeb097
+def has_raw_data(root: Path|None=None # the folder to look in (default: `raw_root()`)
+                ) -> bool:
+    "Whether `root` holds the raw inputs, judged by their `wsc273` folder."
+    return ((root or raw_root())/'wsc273').is_dir()
 
 # %% ../nbs/00_core.ipynb #d6fc622c
 def cache_dir(*parts: str) -> Path:

@@ -318,10 +318,10 @@ PAPERS_OPTIONAL = ("read only by the probes' generation prompts, export citation
 
 # %% ../nbs/01_resources.ipynb #0d7d0414
 def _check_raw_data():
-    from wordbench.core import raw_root
+    from wordbench.core import has_raw_data, raw_root
     from wordbench.fetch import read_manifest
     root, rows = raw_root(), read_manifest()
-    if not (root/'wsc273').is_dir(): raise FileNotFoundError(f'no raw data folder at {root}')
+    if not has_raw_data(root): raise FileNotFoundError(f'no raw data folder at {root}')
     return root, f"{sum((root/r['path']).is_file() for r in rows)} of {len(rows)} files of data/sources.csv"
 
 def _check_papers():
